@@ -1,0 +1,27 @@
+# The README's two commands, `make sweep` and `make test`, do all the set-up: on first use they
+# create .venv and install crashlab into it (editable), with the extras the target needs.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+INSTALLED := $(VENV)/.installed
+
+.PHONY: sweep test bench clean
+
+$(INSTALLED): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[test,plot]'
+	touch $@
+
+sweep: $(INSTALLED)
+	$(BIN)/crashlab sweep --variant all --check results/book.txt
+
+test: $(INSTALLED)
+	$(BIN)/pytest -q
+
+bench: $(INSTALLED)
+	$(BIN)/python scripts/bench.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis
+	find . -name __pycache__ -type d -prune -exec rm -rf {} +

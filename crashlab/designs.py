@@ -1,0 +1,140 @@
+"""The chapter's five loop designs, as one loop with the three switches the chapter varies.
+
+1. save once per turn: run every call of a reply, then save the turn. A crash before that save
+   forgets the whole turn: the model is asked again and every call is made again.
+2. save after the reply: the reply is durable before any tool runs, and each result is saved as it
+   comes. A call whose result was not saved is made again on restart: the duplicate.
+3. + idempotency keys: every changing request carries ``key(run, call)``; the tracker answers a
+   repeated key from its record instead of acting twice.
+4. + attempt markers, no keys: a marker is saved just before each changing request. A restart that
+   finds a marker with no result does not know the outcome, and asks the person.
+5. keys and markers: the same marker, but the request was keyed, so the restart simply repeats it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .checkpoint import Checkpoint, TurnRecord
+from .job import Call, Job, Turn
+from .keys import key
+from .points import Recorder
+from .store import Store
+from .tools import invoke
+from .world import World
+
+
+@dataclass(frozen=True)
+class Design:
+    slug: str
+    name: str
+    saves_reply: bool  # save the reply before running its calls, and each result after it
+    sends_keys: bool  # send key(run, call) with every changing request
+    writes_markers: bool  # save an attempt marker before every changing request
+
+    #: The chapter's tracker honours keys; the designs without keys simply never send one.
+    tracker_mode = "keyed"
+
+    def loop(self, job: Job, world: World, store: Store, points: Recorder) -> DesignLoop:
+        return DesignLoop(self, job, world, store, points)
+
+
+DESIGNS: dict[str, Design] = {
+    d.slug: d
+    for d in (
+        Design("per-turn", "save once per turn", saves_reply=False, sends_keys=False, writes_markers=False),
+        Design("after-reply", "save after the reply", saves_reply=True, sends_keys=False, writes_markers=False),
+        Design("keys", "+ idempotency keys", saves_reply=True, sends_keys=True, writes_markers=False),
+        Design("markers", "+ attempt markers, no keys", saves_reply=True, sends_keys=False, writes_markers=True),
+        Design("keys-markers", "keys and markers", saves_reply=True, sends_keys=True, writes_markers=True),
+    )
+}
+
+
+class DesignLoop:
+    """One life of a process running a design: from loading the checkpoint to the end, or a crash."""
+
+    def __init__(self, design: Design, job: Job, world: World, store: Store, points: Recorder):
+        self.design = design
+        self.job = job
+        self.world = world
+        self.store = store
+        self.points = points
+        self.checkpoint = Checkpoint(job.run)
+
+    def run(self) -> None:
+        loaded = self.store.load()
+        self.points.note("load", checkpoint=loaded)
+        if loaded is not None and loaded.finished:
+            return
+        self.checkpoint = loaded or Checkpoint(self.job.run)
+        self.save()  # the start save: every process makes one, restarts too
+        if self.design.saves_reply and self.checkpoint.open_turn:
+            self.finish_turn(resumed=True)
+        while True:
+            number = self.checkpoint.next_turn
+            self.points.at(number)
+            reply = self.world.model.reply(number)
+            self.points.hit("reply")
+            if reply.is_final:
+                self.checkpoint = self.checkpoint.with_answer(reply.answer)
+                self.save()
+                return
+            if self.design.saves_reply:
+                self.checkpoint = self.checkpoint.with_turn(TurnRecord(number, reply.calls))
+                self.save()  # the reply is durable before any tool runs
+                self.finish_turn(resumed=False)
+            else:
+                self.run_turn_then_save(number, reply)
+
+    def run_turn_then_save(self, number: int, reply: Turn) -> None:
+        """Design 1: every call of the reply, then one save. A crash before it loses the turn."""
+        results = self.checkpoint.results()
+        for call in reply.calls:
+            self.points.at(number, call)
+            results[call.id] = self.make_call(call, results)
+        self.points.at(number)
+        turn_results = {call.id: results[call.id] for call in reply.calls}
+        self.checkpoint = self.checkpoint.with_turn(TurnRecord(number, reply.calls, turn_results, closed=True))
+        self.save()
+
+    def finish_turn(self, resumed: bool) -> None:
+        """Run each call of the last turn that has no saved result, in order, then close the turn."""
+        turn = self.checkpoint.turns[-1]
+        for call in turn.pending():
+            self.points.at(turn.number, call)
+            self.run_call(call, resumed)
+        self.points.at(turn.number)
+        self.checkpoint = self.checkpoint.with_turn_closed()
+        self.save()
+
+    def run_call(self, call: Call, resumed: bool) -> None:
+        if resumed and call.id in self.checkpoint.turns[-1].markers:
+            # A marker with no result: the request may or may not have reached the tracker.
+            if self.design.sends_keys:
+                self.points.note("decision", "rerun", call=call.id, why="the request is keyed")
+            else:
+                self.points.note("decision", "ask", call=call.id, why="no key: only the person can tell")
+                answer = self.world.person.did_it_happen(call)
+                if answer is not None:
+                    self.save_result(call, answer)
+                    return
+        elif self.design.writes_markers and call.changes:
+            self.checkpoint = self.checkpoint.with_marker(call.id)
+            self.save()
+            self.points.hit("marker-saved")
+        self.save_result(call, self.make_call(call, self.checkpoint.results()))
+
+    def make_call(self, call: Call, results: dict) -> object:
+        sent_key = key(self.checkpoint.run, call.id) if self.design.sends_keys and call.changes else None
+        result = invoke(self.world, call, results, sent_key)
+        self.points.hit("returned")
+        return result
+
+    def save_result(self, call: Call, result: object) -> None:
+        self.checkpoint = self.checkpoint.with_result(call.id, result)
+        self.save()
+        self.points.hit("result-saved")
+
+    def save(self) -> None:
+        self.store.save(self.checkpoint)

@@ -1,0 +1,140 @@
+"""The world: everything outside the loop's process, which every crash leaves standing.
+
+The tracker (the service the tools change), the person (who answers questions), and the model
+(scripted, counting its calls). A restart is a new process over the same world, exactly as a real
+agent restarts against the same issue tracker and the same model provider.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .job import Call, Job, Turn
+from .points import Recorder
+
+#: What a tracker does with an idempotency key or client token sent with a changing request.
+TRACKER_MODES = ("keyed", "keyless", "lookup")
+
+
+@dataclass(frozen=True)
+class Record:
+    """One thing the tracker holds: an issue or a comment, tagged with the script call that made it."""
+
+    kind: str  # "issue" or "comment"
+    number: int
+    call: str
+    key: str | None = None
+    issue: int | None = None  # the issue a comment is on
+    text: str = ""
+
+
+class Tracker:
+    """The issue tracker. Its records outlive every crash.
+
+    `mode` says what it does with a key: ``keyed`` honours it (a known key returns the first answer
+    and changes nothing), ``keyless`` ignores it and cannot be asked about it, ``lookup`` ignores it
+    for the request but can answer whether a request with that key happened and what it returned.
+    """
+
+    def __init__(self, points: Recorder, mode: str = "keyed"):
+        if mode not in TRACKER_MODES:
+            raise ValueError(f"unknown tracker mode {mode!r} (valid: {', '.join(TRACKER_MODES)})")
+        self.points = points
+        self.mode = mode
+        self.records: list[Record] = []
+        self._issues = 0
+        self._comments = 0
+        self._by_key: dict[str, int] = {}
+
+    @property
+    def honours_keys(self) -> bool:
+        return self.mode == "keyed"
+
+    @property
+    def answers_lookups(self) -> bool:
+        return self.mode in ("keyed", "lookup")
+
+    def request(self, call: Call, args: dict[str, Any], key: str | None = None) -> int:
+        """Apply a changing request (create or comment) and return the new record's number."""
+        if key is not None and self.honours_keys and key in self._by_key:
+            number = self._by_key[key]
+            self.points.note("request", call.tool, call=call.id, key=key, applied=False, answer=number)
+            self.points.hit("accepted")
+            return number
+        if call.tool == "create_issue":
+            self._issues += 1
+            record = Record("issue", self._issues, call.id, key, text=f"{args['title']}\n{args['body']}")
+        else:
+            self._comments += 1
+            record = Record("comment", self._comments, call.id, key, issue=args["issue"], text=args["body"])
+        self.records.append(record)
+        if key is not None and self.mode != "keyless":
+            self._by_key.setdefault(key, record.number)
+        self.points.note("request", call.tool, call=call.id, key=key, applied=True, answer=record.number)
+        self.points.hit("accepted")
+        return record.number
+
+    def search(self, call: Call, query: str) -> list[int]:
+        """Read only: the issues whose text mentions `query`. Repeating it is always harmless."""
+        needle = query.lower()
+        found = [r.number for r in self.records if r.kind == "issue" and needle in r.text.lower()]
+        self.points.note("request", call.tool, call=call.id, key=None, applied=False, answer=found)
+        return found
+
+    def lookup(self, key: str) -> int | None:
+        """Did a request with this key happen? Its first answer, or None. Keyed and lookup trackers."""
+        if not self.answers_lookups:
+            raise RuntimeError("a keyless tracker cannot be asked about a key")
+        return self._by_key.get(key)
+
+    def made_by(self, call_id: str) -> list[Record]:
+        """The records a script call caused: the truth the person sees and the verdict counts."""
+        return [r for r in self.records if r.call == call_id]
+
+
+class Person:
+    """The human on call. Never wrong (they look at the tracker), but every question costs them."""
+
+    def __init__(self, points: Recorder, tracker: Tracker):
+        self.points = points
+        self.tracker = tracker
+        self.asks = 0
+
+    def did_it_happen(self, call: Call) -> int | None:
+        """Ask whether `call` reached the tracker; the answer is its result, or None."""
+        self.asks += 1
+        made = self.tracker.made_by(call.id)
+        answer = made[0].number if made else None
+        question = f"Did call {call.id} ({call.tool}) reach the tracker?"
+        self.points.note("ask", call.tool, call=call.id, question=question, answer=answer)
+        return answer
+
+
+class Model:
+    """The scripted model: asked for turn k, it gives the script's reply k, with the same call IDs."""
+
+    def __init__(self, points: Recorder, job: Job):
+        self.points = points
+        self.job = job
+        self.calls = 0
+
+    def reply(self, turn: int) -> Turn:
+        """The reply that opens `turn` (1-based)."""
+        self.calls += 1
+        reply = self.job.turns[turn - 1]
+        summary = f"answer {reply.answer!r}" if reply.is_final else " ".join(c.id for c in reply.calls)
+        self.points.note("model", "reply", call_count=self.calls, reply=summary)
+        return reply
+
+
+@dataclass
+class World:
+    tracker: Tracker
+    person: Person
+    model: Model
+
+    @classmethod
+    def new(cls, job: Job, points: Recorder, tracker_mode: str = "keyed") -> World:
+        tracker = Tracker(points, tracker_mode)
+        return cls(tracker=tracker, person=Person(points, tracker), model=Model(points, job))

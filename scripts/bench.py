@@ -1,0 +1,40 @@
+"""Time the whole five-design sweep of the triage job on both stores.
+
+Usage: python scripts/bench.py [--job FILE] [--repeat N]. Prints the best of N wall times per store,
+with scenarios per second, crash-point hits and checkpoint saves, so the README's figures can be
+checked on any machine. Targets on the project's 2-core machine: memory under 1 s, files under 10 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from contextlib import ExitStack
+
+from crashlab.designs import DESIGNS
+from crashlab.job import load_job
+from crashlab.sweep import file_stores, memory_stores, sweep_variant
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--job", default="scenarios/triage.yaml")
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    job = load_job(args.job)
+    for kind in ("memory", "files"):
+        best, scenarios = float("inf"), 0
+        for _ in range(args.repeat):
+            with ExitStack() as stack:
+                stores = stack.enter_context(file_stores()) if kind == "files" else memory_stores()
+                start = time.perf_counter()
+                sweeps = [sweep_variant(design, job, stores) for design in DESIGNS.values()]
+                best = min(best, time.perf_counter() - start)
+        results = [result for s in sweeps for result in s.scenarios]
+        hits, saves = sum(r.hits for r in results), sum(r.saves for r in results)
+        print(f"{kind:6} store: {len(results)} scenarios ({hits} crash-point hits, {saves} saves) "
+              f"in {best:.3f} s (best of {args.repeat}), {len(results) / best:,.0f} scenarios/s")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,59 @@
+"""The command line: the table for people, JSON and CSV for scripts, one-line errors with exit 2."""
+
+import json
+
+from crashlab.designs import DESIGNS
+
+
+def test_json_gives_the_35_cells_under_the_documented_keys(cli):
+    code, out, err = cli("sweep", "--variant", "all", "--format", "json")
+    assert code == 0
+    rows = json.loads(out)
+    assert [r["variant"] for r in rows] == list(DESIGNS)
+    cells = [r[k] for r in rows for k in ("once", "twice", "with_dups", "dups", "missing", "asks", "calls_plus")]
+    assert len(cells) == 35 and all(isinstance(c, int) for c in cells)
+    assert rows[3]["name"] == "+ attempt markers, no keys" and rows[3]["asks"] == 669
+
+
+def test_the_table_uses_the_books_names_and_heads(cli):
+    code, out, _ = cli("sweep", "--variant", "per-turn,keys")
+    assert code == 0
+    lines = out.splitlines()
+    heads = [cell.strip() for cell in lines[0].strip("|").split("|")]
+    assert heads == ["variant", "once", "twice", "with dups", "dups", "missing", "asks", "calls+"]
+    assert "save once per turn" in lines[2] and "+ idempotency keys" in lines[3]
+
+
+def test_csv_has_a_header_and_one_row_per_variant(cli):
+    code, out, _ = cli("sweep", "--variant", "keys", "--format", "csv")
+    assert code == 0
+    assert out.splitlines() == [
+        "variant,name,once,twice,with_dups,dups,missing,asks,calls_plus",
+        "keys,+ idempotency keys,34,654,0,0,0,0,234",
+    ]
+
+
+def test_check_passes_on_the_book_and_names_each_differing_cell(cli, tmp_path):
+    assert cli("sweep", "--check", "results/book.txt")[0] == 0
+    bad = tmp_path / "bad.txt"
+    bad.write_text(open("results/book.txt").read().replace("|   34 |   654 |       306", "|   35 |   654 |       305"))
+    code, _, err = cli("sweep", "--variant", "after-reply", "--check", str(bad))
+    assert code == 1
+    assert "save after the reply / once: golden 35, swept 34" in err
+    assert "save after the reply / with dups: golden 305, swept 306" in err
+
+
+def test_bad_input_is_one_line_and_exit_2(cli, tmp_path):
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("name: [unclosed\n")
+    cases = {
+        ("sweep", "--variant", "nope"): "unknown variant 'nope' (valid: all, per-turn, after-reply, keys, markers, keys-markers)",
+        ("sweep", "--job", "absent.yaml"): "absent.yaml: no such job file",
+        ("sweep", "--job", str(broken)): "invalid YAML",
+        ("sweep", "--store", "disk"): "'disk' is not one of 'memory', 'files'",
+    }
+    for args, message in cases.items():
+        code, out, err = cli(*args)
+        assert code == 2, args
+        assert out == ""
+        assert err.count("\n") == 1 and message in err and "Traceback" not in err

@@ -1,0 +1,89 @@
+"""The sweep reproduces the published table, on either store, and its invariants hold on any job."""
+
+from dataclasses import astuple
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from crashlab import report
+from crashlab.designs import DESIGNS
+from crashlab.job import load_job, parse_job
+from crashlab.sweep import file_stores, memory_stores, sweep_variant
+
+from .conftest import ROOT, SCENARIOS
+
+
+def table(job, stores):
+    return [sweep_variant(design, job, stores).row() for design in DESIGNS.values()]
+
+
+@pytest.fixture(scope="module")
+def book_rows():
+    return table(load_job(SCENARIOS / "triage.yaml"), memory_stores())
+
+
+def test_the_triage_sweep_reproduces_the_published_table(book_rows):
+    """The chapter's TestCrashSweep: every one of the 35 cells, against the golden file."""
+    assert report.compare(book_rows, report.read_golden(ROOT / "results" / "book.txt")) == []
+    assert len(book_rows) == 5
+
+
+def test_the_file_store_gives_the_identical_table(book_rows):
+    with file_stores() as stores:
+        assert [astuple(r) for r in table(load_job(SCENARIOS / "triage.yaml"), stores)] == [
+            astuple(r) for r in book_rows
+        ]
+
+
+def test_the_golden_check_names_a_differing_cell(tmp_path, book_rows):
+    golden = (ROOT / "results" / "book.txt").read_text().replace("|  669 |", "|  670 |")
+    (tmp_path / "book.txt").write_text(golden)
+    assert report.compare(book_rows, report.read_golden(tmp_path / "book.txt")) == [
+        "+ attempt markers, no keys / asks: golden 670, swept 669"
+    ]
+
+
+def check_invariants(job):
+    rows = {row.variant: row for row in table(job, memory_stores())}
+    for slug in ("keys", "markers", "keys-markers"):
+        assert rows[slug].dups == rows[slug].with_dups == 0, slug
+    assert rows["keys-markers"].asks == 0
+    assert all(row.missing == 0 for row in rows.values())
+    assert rows["markers"].once == rows["after-reply"].once + 3 * len(job.changing_calls)
+    if not job.changing_calls:
+        assert all(row.dups == 0 for row in rows.values())
+    return rows
+
+
+@pytest.mark.parametrize("name", ["triage", "one-per-turn", "wide", "read-only"])
+def test_the_invariants_hold_on_every_shipped_job(name):
+    rows = check_invariants(load_job(SCENARIOS / f"{name}.yaml"))
+    if name != "read-only":  # the harness can see a duplicate when there is one to see
+        assert rows["after-reply"].dups > 0 and rows["per-turn"].dups > 0
+
+
+@st.composite
+def jobs(draw):
+    created, turns, n = [], [], 0
+    for _ in range(draw(st.integers(1, 2))):
+        calls = []
+        for _ in range(draw(st.integers(1, 3))):
+            n += 1
+            tool = draw(st.sampled_from(["create_issue", "comment", "search"]))
+            if tool == "create_issue":
+                calls.append({"id": f"c{n}", "tool": tool, "args": {"title": f"t{n}", "body": "b"}})
+                created.append(f"c{n}")
+            elif tool == "comment":
+                issue = draw(st.sampled_from([f"${c}" for c in created] + [1]))
+                calls.append({"id": f"c{n}", "tool": tool, "args": {"issue": issue, "body": "b"}})
+            else:
+                calls.append({"id": f"c{n}", "tool": tool, "args": {"query": "t"}})
+        turns.append({"calls": calls})
+    return parse_job({"name": "generated", "turns": [*turns, {"answer": "done"}]})
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(jobs())
+def test_the_invariants_hold_on_generated_jobs(job):
+    check_invariants(job)
