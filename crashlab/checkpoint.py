@@ -33,6 +33,8 @@ class TurnRecord:
     markers: frozenset[str] = frozenset()
     #: Each marker's settlement on the resolution ladder, saved before the loop acts on it.
     decisions: Mapping[str, str] = field(default_factory=dict)
+    #: The person's approval decisions for gated calls, so a restart never asks for one twice.
+    approvals: Mapping[str, bool] = field(default_factory=dict)
     closed: bool = False
 
     def pending(self) -> list[Call]:
@@ -41,7 +43,8 @@ class TurnRecord:
     def _with(self, **change: Any) -> TurnRecord:
         fields = {
             "number": self.number, "calls": self.calls, "results": self.results,
-            "markers": self.markers, "decisions": self.decisions, "closed": self.closed,
+            "markers": self.markers, "decisions": self.decisions, "approvals": self.approvals,
+            "closed": self.closed,
         }
         fields.update(change)
         return TurnRecord(**fields)
@@ -89,6 +92,9 @@ class Checkpoint:
     def with_decision(self, call_id: str, decision: str) -> Checkpoint:
         return self._last(decisions={**self.turns[-1].decisions, call_id: decision})
 
+    def with_approval(self, call_id: str, approved: bool) -> Checkpoint:
+        return self._last(approvals={**self.turns[-1].approvals, call_id: approved})
+
     def with_turn_closed(self) -> Checkpoint:
         return self._last(closed=True)
 
@@ -107,6 +113,8 @@ class Checkpoint:
                     calls.append(f"{call.id}:{turn.decisions[call.id]}")
                 elif call.id in turn.markers:
                     calls.append(f"{call.id}:marker")
+                elif call.id in turn.approvals:
+                    calls.append(f"{call.id}:{'approved' if turn.approvals[call.id] else 'refused'}")
                 else:
                     calls.append(f"{call.id}:-")
             parts.append(f"T{turn.number} {'closed' if turn.closed else 'open'} {' '.join(calls)}")
@@ -126,6 +134,7 @@ class Checkpoint:
                     "results": dict(t.results),
                     "markers": sorted(t.markers),
                     "decisions": dict(t.decisions),
+                    "approvals": dict(t.approvals),
                     "closed": t.closed,
                 }
                 for t in self.turns
@@ -153,6 +162,7 @@ class Checkpoint:
                     results=t["results"],
                     markers=frozenset(t["markers"]),
                     decisions=t["decisions"],
+                    approvals=t["approvals"],
                     closed=t["closed"],
                 )
                 for t in data["turns"]

@@ -15,10 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from .agent import AgentVariant
+from .designs import DESIGNS
 from .job import Job
 from .points import Crash, Recorder
 from .store import FileStore, MemoryStore, Store
-from .world import World
+from .world import TRACKER_MODES, World
 
 
 class Variant(Protocol):
@@ -33,6 +35,11 @@ class Variant(Protocol):
 
 StoreFactory = Callable[[Recorder], Store]
 
+#: The agent's own loop, once per kind of tracker.
+AGENTS: dict[str, AgentVariant] = {v.slug: v for v in map(AgentVariant, TRACKER_MODES)}
+#: Every variant a scenario ID can name: the five designs, then the agent's loop.
+VARIANTS: dict[str, Variant] = {**DESIGNS, **AGENTS}
+
 
 @dataclass(frozen=True)
 class Outcome:
@@ -42,6 +49,7 @@ class Outcome:
     missing: tuple[str, ...]  # changing calls with no record at all
     asks: int  # "did it happen?" questions to the person, over all processes
     calls_plus: int  # model calls beyond those of the uninterrupted run
+    approvals: int = 0  # approval decisions asked of the person, over all processes
 
     @property
     def extra(self) -> int:
@@ -74,7 +82,8 @@ class ScenarioRun:
                 dups[call.id] = copies - 1
             elif copies == 0:
                 missing.append(call.id)
-        return Outcome(dups, tuple(missing), self.world.person.asks, self.world.model.calls - baseline_calls)
+        person = self.world.person
+        return Outcome(dups, tuple(missing), person.asks, self.world.model.calls - baseline_calls, person.approvals)
 
 
 @dataclass(frozen=True)
@@ -103,6 +112,16 @@ class Row:
     missing: int
     asks: int
     calls_plus: int
+    approvals: int
+
+    @property
+    def points(self) -> int:
+        """The agent table's name for `once`: the crash points of the uninterrupted run."""
+        return self.once
+
+    @property
+    def scenarios(self) -> int:
+        return self.once + self.twice
 
 
 @dataclass(frozen=True)
@@ -123,6 +142,7 @@ class VariantSweep:
             missing=sum(len(o.missing) for o in outcomes),
             asks=sum(o.asks for o in outcomes),
             calls_plus=sum(o.calls_plus for o in outcomes),
+            approvals=sum(o.approvals for o in outcomes),
         )
 
 

@@ -1,11 +1,44 @@
-"""The tools a loop calls, and what each one does to the world."""
+"""The tools a loop calls: what each does to the world, and what each declares for the ladder."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from .job import Call
 from .world import World
+
+
+class TransportError(Exception):
+    """The tool's server died mid-call. The request may have been applied: the outcome is unknown."""
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """What the resolution ladder needs to know about a tool, declared by the tool itself.
+
+    read_only and idempotent make a repeat harmless by nature; honours_keys makes a keyed repeat
+    harmless; supports_lookup means the receiver can say whether a keyed request happened.
+    """
+
+    name: str
+    read_only: bool = False
+    idempotent: bool = False
+    honours_keys: bool = False
+    supports_lookup: bool = False
+
+
+def toolbox(tracker_mode: str) -> dict[str, ToolSpec]:
+    """The tools as declared for a tracker in `tracker_mode`: a tool promises what its receiver does."""
+    changing = {
+        "honours_keys": tracker_mode == "keyed",
+        "supports_lookup": tracker_mode in ("keyed", "lookup"),
+    }
+    return {
+        "search": ToolSpec("search", read_only=True),
+        "create_issue": ToolSpec("create_issue", **changing),
+        "comment": ToolSpec("comment", **changing),
+    }
 
 
 def resolve(call: Call, results: dict[str, Any]) -> dict[str, Any]:
@@ -17,8 +50,18 @@ def resolve(call: Call, results: dict[str, Any]) -> dict[str, Any]:
 
 
 def invoke(world: World, call: Call, results: dict[str, Any], key: str | None = None) -> Any:
-    """Make the call against the tracker and return its result (an issue or comment number, or hits)."""
+    """Make the call against the tracker and return its result (an issue or comment number, or hits).
+
+    A call marked ``fails_after_accept`` models an MCP server that dies mid-call, once: the tracker
+    handles the request, then the caller gets a `TransportError` instead of the answer.
+    """
     args = resolve(call, results)
     if call.changes:
-        return world.tracker.request(call, args, key)
-    return world.tracker.search(call, args["query"])
+        result = world.tracker.request(call, args, key)
+    else:
+        result = world.tracker.search(call, args["query"])
+    if call.fails_after_accept and call.id not in world.servers_died:
+        world.servers_died.add(call.id)
+        world.tracker.points.note("transport-error", call.tool, call=call.id)
+        raise TransportError(f"the {call.tool} server died after handling call {call.id}")
+    return result

@@ -1,13 +1,14 @@
 """The world: everything outside the loop's process, which every crash leaves standing.
 
-The tracker (the service the tools change), the person (who answers questions), and the model
-(scripted, counting its calls). A restart is a new process over the same world, exactly as a real
-agent restarts against the same issue tracker and the same model provider.
+The tracker (the service the tools change), the person (who answers questions and approves calls),
+the approval desk (through which approvals go), and the model (scripted, counting its calls). A
+restart is a new process over the same world, exactly as a real agent restarts against the same
+issue tracker and the same model provider.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .job import Call, Job, Turn
@@ -86,7 +87,9 @@ class Tracker:
         """Did a request with this key happen? Its first answer, or None. Keyed and lookup trackers."""
         if not self.answers_lookups:
             raise RuntimeError("a keyless tracker cannot be asked about a key")
-        return self._by_key.get(key)
+        answer = self._by_key.get(key)
+        self.points.note("lookup", "key", key=key, answer=answer)
+        return answer
 
     def made_by(self, call_id: str) -> list[Record]:
         """The records a script call caused: the truth the person sees and the verdict counts."""
@@ -94,12 +97,19 @@ class Tracker:
 
 
 class Person:
-    """The human on call. Never wrong (they look at the tracker), but every question costs them."""
+    """The human on call. Never wrong (they look at the tracker), but every question costs them.
 
-    def __init__(self, points: Recorder, tracker: Tracker):
+    "Did it happen?" questions (`asks`) and approval decisions (`approvals`) are counted apart: the
+    first are the price of a loop that cannot settle an unknown outcome by itself, the second are
+    the job's own design and should be paid exactly once per gated call.
+    """
+
+    def __init__(self, points: Recorder, tracker: Tracker, approves: bool = True):
         self.points = points
         self.tracker = tracker
+        self.approves = approves
         self.asks = 0
+        self.approvals = 0
 
     def did_it_happen(self, call: Call) -> int | None:
         """Ask whether `call` reached the tracker; the answer is its result, or None."""
@@ -109,6 +119,41 @@ class Person:
         question = f"Did call {call.id} ({call.tool}) reach the tracker?"
         self.points.note("ask", call.tool, call=call.id, question=question, answer=answer)
         return answer
+
+    def decide(self, call: Call) -> bool:
+        """Approve or refuse a gated call. The approval desk makes sure this happens once per call."""
+        self.approvals += 1
+        return self.approves
+
+
+class ApprovalDesk:
+    """Where gated calls wait for the person. It outlives crashes and remembers decisions by key.
+
+    A process may die while the person is deciding (``approval-asked``) or after the decision and
+    before the loop saved it (``approval-decided``). Either way the restart comes back to the desk
+    with the same key and gets the same decision: the person is never asked to decide a call twice.
+    """
+
+    def __init__(self, points: Recorder, person: Person):
+        self.points = points
+        self.person = person
+        self._pending: set[str] = set()
+        self._decided: dict[str, bool] = {}
+
+    def approve(self, call: Call, key: str) -> bool:
+        if key in self._decided:
+            decision = self._decided[key]
+            self.points.note("approval", call.tool, call=call.id, key=key, decided_now=False, approved=decision)
+        else:
+            if key not in self._pending:
+                self._pending.add(key)
+                self.points.note("approval-request", call.tool, call=call.id, key=key)
+                self.points.hit("approval-asked")  # the person is deciding; the process may die meanwhile
+            decision = self._decided[key] = self.person.decide(call)
+            self._pending.discard(key)
+            self.points.note("approval", call.tool, call=call.id, key=key, decided_now=True, approved=decision)
+        self.points.hit("approval-decided")
+        return decision
 
 
 class Model:
@@ -132,9 +177,13 @@ class Model:
 class World:
     tracker: Tracker
     person: Person
+    desk: ApprovalDesk
     model: Model
+    #: Calls whose tool server has already died once after the tracker accepted them.
+    servers_died: set[str] = field(default_factory=set)
 
     @classmethod
-    def new(cls, job: Job, points: Recorder, tracker_mode: str = "keyed") -> World:
+    def new(cls, job: Job, points: Recorder, tracker_mode: str = "keyed", approves: bool = True) -> World:
         tracker = Tracker(points, tracker_mode)
-        return cls(tracker=tracker, person=Person(points, tracker), model=Model(points, job))
+        person = Person(points, tracker, approves)
+        return cls(tracker, person, ApprovalDesk(points, person), Model(points, job))

@@ -1,0 +1,187 @@
+"""crashlab's recommended durable loop: the one to copy into your own agent.
+
+Four rules make it safe to kill at any instant:
+
+1. Save the model's reply before running any tool. Every call then has a fixed ID before it goes
+   out, and a restart sees which calls already have results.
+2. Send ``key(run, call)`` with every changing request. The run ID is fresh for every new run and
+   lives in the checkpoint, so a resumed run keeps its own and every retry carries the same key.
+3. Save an attempt marker just before every changing request.
+4. On restart, a marker with no result means the outcome is unknown. Settle it on the resolution
+   ladder: run it again if a repeat is harmless; else ask the receiver whether it happened; only
+   then ask the person. The rung is saved before the loop acts on it.
+
+Two harder situations are handled by the same rules: a tool whose server dies after the tracker
+accepted the request (a `TransportError`: the outcome is unknown, so it goes to the ladder, neither
+retried blindly nor given up on), and a call that waits for a person's approval (asked through the
+approval desk, by key, and saved, so no restart asks for it again).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from .checkpoint import Checkpoint, TurnRecord
+from .job import Call, Job
+from .keys import key
+from .points import Recorder
+from .store import Store
+from .tools import ToolSpec, TransportError, invoke, toolbox
+from .world import World
+
+# The rungs of the resolution ladder, in the order they are tried.
+RERUN = "rerun"  # a repeat is harmless: send it again
+LOOKUP = "lookup"  # ask the receiver whether the keyed request happened
+ASK = "ask"  # ask the person
+
+
+def ladder(tool: ToolSpec) -> tuple[str, str]:
+    """The first rung that can settle an unknown outcome of a call to `tool`, and why."""
+    if tool.read_only:
+        return RERUN, "the tool only reads: a repeat is harmless"
+    if tool.idempotent:
+        return RERUN, "the tool is idempotent: a repeat is harmless"
+    if tool.honours_keys:
+        return RERUN, "the request was keyed and the receiver honours keys: a repeat changes nothing"
+    if tool.supports_lookup:
+        return LOOKUP, "the receiver can say whether the keyed request happened"
+    return ASK, "no key is honoured and the receiver cannot be asked: only the person can tell"
+
+
+class AgentLoop:
+    """One life of the agent's process, from loading its checkpoint to the end, or a crash."""
+
+    def __init__(
+        self,
+        job: Job,
+        world: World,
+        store: Store,
+        points: Recorder,
+        tools: dict[str, ToolSpec],
+        new_run_id: Callable[[], str] = lambda: uuid.uuid4().hex,
+    ):
+        self.job = job
+        self.world = world
+        self.store = store
+        self.points = points
+        self.tools = tools
+        self.new_run_id = new_run_id
+        self.checkpoint = Checkpoint("")
+
+    def run(self) -> None:
+        loaded = self.store.load()
+        self.points.note("load", checkpoint=loaded)
+        if loaded is not None and loaded.finished:
+            return
+        self.checkpoint = loaded or Checkpoint(self.new_run_id())
+        self.save()  # a new run's ID is durable before any request carries it
+        if self.checkpoint.open_turn:
+            self.finish_turn()
+        while True:
+            number = self.checkpoint.next_turn
+            self.points.at(number)
+            reply = self.world.model.reply(number)
+            self.points.hit("reply")
+            if reply.is_final:
+                self.checkpoint = self.checkpoint.with_answer(reply.answer)
+                self.save()
+                return
+            self.checkpoint = self.checkpoint.with_turn(TurnRecord(number, reply.calls))
+            self.save()  # rule 1: the reply is durable before any tool runs
+            self.finish_turn()
+
+    def finish_turn(self) -> None:
+        turn = self.checkpoint.turns[-1]
+        for call in turn.pending():
+            self.points.at(turn.number, call)
+            self.run_call(call)
+        self.points.at(turn.number)
+        self.checkpoint = self.checkpoint.with_turn_closed()
+        self.save()
+
+    def run_call(self, call: Call) -> None:
+        if call.needs_approval and not self.approved(call):
+            self.save_result(call, "refused by the person")
+        elif call.id in self.checkpoint.turns[-1].markers:
+            self.settle(call)  # rule 4: a marker with no result, the outcome is unknown
+        else:
+            if call.changes:
+                self.checkpoint = self.checkpoint.with_marker(call.id)
+                self.save()  # rule 3: the attempt is on disk before the request leaves
+                self.points.hit("marker-saved")
+            self.send_and_save(call)
+
+    def approved(self, call: Call) -> bool:
+        """The person's decision on a gated call: from the checkpoint, else from the approval desk."""
+        approvals = self.checkpoint.turns[-1].approvals
+        if call.id in approvals:
+            return approvals[call.id]
+        decision = self.world.desk.approve(call, self.key(call))
+        self.checkpoint = self.checkpoint.with_approval(call.id, decision)
+        self.save()
+        self.points.hit("approval-saved")
+        return decision
+
+    def settle(self, call: Call) -> None:
+        """The resolution ladder: find out what became of a call whose outcome is unknown."""
+        rung = self.checkpoint.turns[-1].decisions.get(call.id)
+        if rung is None:
+            rung, why = ladder(self.tools[call.tool])
+            self.points.note("decision", rung, call=call.id, why=why)
+            self.checkpoint = self.checkpoint.with_decision(call.id, rung)
+            self.save()  # the rung is durable before the loop acts on it
+            self.points.hit("decision-saved")
+        else:
+            self.points.note("decision", rung, call=call.id, why="resumed from the checkpoint")
+        found = None
+        if rung == LOOKUP:
+            found = self.world.tracker.lookup(self.key(call))
+        elif rung == ASK:
+            found = self.world.person.did_it_happen(call)
+        if found is not None:
+            self.save_result(call, found)  # it happened: keep its answer, do not send it again
+        else:
+            self.send_and_save(call)
+
+    def send_and_save(self, call: Call) -> None:
+        try:
+            result = invoke(self.world, call, self.checkpoint.results(), self.key(call) if call.changes else None)
+        except TransportError:
+            self.settle(call)  # the server died after the tracker may have acted: the outcome is unknown
+            return
+        self.points.hit("returned")
+        self.save_result(call, result)
+
+    def save_result(self, call: Call, result: Any) -> None:
+        self.checkpoint = self.checkpoint.with_result(call.id, result)
+        self.save()
+        self.points.hit("result-saved")
+
+    def key(self, call: Call) -> str:
+        return key(self.checkpoint.run, call.id)
+
+    def save(self) -> None:
+        self.store.save(self.checkpoint)
+
+
+@dataclass(frozen=True)
+class AgentVariant:
+    """The agent's loop against one kind of tracker: a row of the agent sweep."""
+
+    tracker_mode: str
+
+    @property
+    def slug(self) -> str:
+        return f"agent-{self.tracker_mode}"
+
+    @property
+    def name(self) -> str:
+        return f"agent loop, {self.tracker_mode} tracker"
+
+    def loop(self, job: Job, world: World, store: Store, points: Recorder) -> AgentLoop:
+        # A fresh run ID per new run, deterministic so that sweeps repeat: the job's name for runs
+        # plus the process that started it. A real agent would use uuid4().
+        return AgentLoop(job, world, store, points, toolbox(self.tracker_mode), lambda: f"{job.run}.p{points.process}")

@@ -1,0 +1,173 @@
+"""The agent's own loop keeps its guarantees on every job, under every tracker, at every crash."""
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from crashlab.agent import ASK, LOOKUP, RERUN, AgentLoop, ladder
+from crashlab.checkpoint import CheckpointError
+from crashlab.job import load_job, parse_job
+from crashlab.points import Recorder
+from crashlab.store import FileStore
+from crashlab.sweep import AGENTS, memory_stores, run_scenario, sweep_variant
+from crashlab.tools import ToolSpec, toolbox
+from crashlab.world import World
+
+from .conftest import SCENARIOS
+
+JOBS = ["triage", "server-dies", "approval", "wide", "one-per-turn", "read-only"]
+
+
+def check_guarantees(job):
+    """No duplicate, nothing lost, no question unless the tracker is keyless, one approval per gate."""
+    gated = sum(c.needs_approval for c in job.calls)
+    rows = {}
+    for agent in AGENTS.values():
+        sweep = sweep_variant(agent, job, memory_stores())
+        row = rows[agent.tracker_mode] = sweep.row()
+        assert row.dups == row.with_dups == row.missing == 0, agent.slug
+        assert all(s.outcome.approvals == gated for s in sweep.scenarios), agent.slug
+    assert rows["keyed"].asks == rows["lookup"].asks == 0
+    return rows
+
+
+@pytest.mark.parametrize("name", JOBS)
+def test_the_guarantees_hold_on_every_shipped_job(name):
+    job = load_job(SCENARIOS / f"{name}.yaml")
+    rows = check_guarantees(job)
+    if job.changing_calls:
+        assert rows["keyless"].asks > 0  # the keyless tracker is the one that costs the person
+
+
+def job_from(draw):
+    created, turns, n = [], [], 0
+    for _ in range(draw(st.integers(1, 2))):
+        calls = []
+        for _ in range(draw(st.integers(1, 2))):
+            n += 1
+            tool = draw(st.sampled_from(["create_issue", "comment", "search"]))
+            args = {"title": f"t{n}", "body": "b"} if tool == "create_issue" else (
+                {"issue": draw(st.sampled_from([f"${c}" for c in created] + [1])), "body": "b"}
+                if tool == "comment" else {"query": "t"}
+            )
+            calls.append({"id": f"c{n}", "tool": tool, "args": args,
+                          "fails_after_accept": draw(st.booleans()), "needs_approval": draw(st.booleans())})
+            if tool == "create_issue":
+                created.append(f"c{n}")
+        turns.append({"calls": calls})
+    return parse_job({"name": "generated", "turns": [*turns, {"answer": "done"}]})
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_the_guarantees_hold_on_generated_jobs(data):
+    check_guarantees(job_from(data.draw))
+
+
+def run(tracker, name, crashes=()):
+    return run_scenario(AGENTS[f"agent-{tracker}"], load_job(SCENARIOS / f"{name}.yaml"), crashes, memory_stores())
+
+
+def labels(scenario, process=1):
+    return [e.label for e in scenario.points.points(process)]
+
+
+def events(scenario, kind):
+    return [e for e in scenario.points.events if e.kind == kind]
+
+
+def test_the_ladder_tries_harmless_repeat_then_lookup_then_the_person():
+    assert ladder(ToolSpec("search", read_only=True))[0] == RERUN
+    assert ladder(ToolSpec("close", idempotent=True))[0] == RERUN
+    assert ladder(ToolSpec("create", honours_keys=True, supports_lookup=True))[0] == RERUN
+    assert ladder(ToolSpec("create", supports_lookup=True))[0] == LOOKUP
+    assert ladder(ToolSpec("create"))[0] == ASK
+    assert [ladder(toolbox(mode)["create_issue"])[0] for mode in ("keyed", "lookup", "keyless")] == [RERUN, LOOKUP, ASK]
+
+
+@pytest.mark.parametrize(("tracker", "rung"), [("keyed", RERUN), ("lookup", LOOKUP), ("keyless", ASK)])
+def test_a_crash_in_the_middle_of_the_ladder_resumes_the_saved_rung(tracker, rung):
+    """Crash after A is accepted; crash the restart right after it saved its rung; the third settles."""
+    first = labels(run(tracker, "triage")).index("accepted") + 1
+    restart = labels(run(tracker, "triage", (first,)), 2).index("decision-saved") + 1
+    scenario = run(tracker, "triage", (first, restart))
+    decisions = events(scenario, "decision")
+    assert [(e.process, e.label) for e in decisions] == [(2, rung), (3, rung)]
+    assert decisions[1].detail["why"] == "resumed from the checkpoint"
+    assert len(scenario.world.tracker.made_by("A")) == 1
+    assert scenario.store.load().turns[0].results["A"] == 1
+
+
+@pytest.mark.parametrize(("tracker", "asks", "repeats"), [("keyed", 0, 1), ("lookup", 0, 0), ("keyless", 1, 0)])
+def test_a_server_that_dies_after_accepting_is_settled_not_retried_blindly(tracker, asks, repeats):
+    scenario = run(tracker, "server-dies")
+    assert [e.detail["call"] for e in events(scenario, "transport-error")] == ["B", "S"]
+    assert len(scenario.world.tracker.made_by("B")) == 1
+    assert scenario.world.person.asks == asks
+    b_requests = [e for e in events(scenario, "request") if e.detail["call"] == "B"]
+    assert sum(not e.detail["applied"] for e in b_requests) == repeats
+    assert scenario.store.load().turns[0].results["B"] == 2  # the answer of the one issue B
+
+
+@pytest.mark.parametrize("point", ["approval-asked", "approval-decided", "approval-saved"])
+@pytest.mark.parametrize("tracker", ["keyed", "keyless"])
+def test_a_crash_at_the_approval_gate_never_asks_twice_nor_runs_unapproved(tracker, point):
+    crash = labels(run(tracker, "approval")).index(point) + 1  # B's gate
+    scenario = run(tracker, "approval", (crash,))
+    assert scenario.world.person.approvals == 2  # B and C, once each
+    assert len(events(scenario, "approval-request")) == 2
+    decided = [e.detail["call"] for e in events(scenario, "approval") if e.detail["decided_now"]]
+    assert decided == ["B", "C"]  # each decided once, whichever process heard the decision
+    assert len(scenario.world.tracker.made_by("B")) == 1
+    if tracker == "keyed":
+        assert scenario.world.person.asks == 0  # with keys, nobody is asked anything but the approval
+
+
+def test_every_gated_request_follows_its_approval_in_every_single_crash():
+    job = load_job(SCENARIOS / "approval.yaml")
+    agent = AGENTS["agent-keyless"]
+    n = run_scenario(agent, job, (), memory_stores()).passed(1)
+    for i in range(1, n + 1):
+        scenario = run_scenario(agent, job, (i,), memory_stores())
+        for call in ("B", "C"):
+            kinds = [e.kind for e in scenario.points.events
+                     if e.kind in ("approval", "request") and e.detail.get("call") == call]
+            assert kinds[0] == "approval", (i, call)
+
+
+def test_a_refused_call_is_never_run():
+    job = load_job(SCENARIOS / "approval.yaml")
+    points = Recorder()
+    points.start_process()
+    world = World.new(job, points, "keyed", approves=False)
+    store = memory_stores()(points)
+    AgentLoop(job, world, store, points, toolbox("keyed")).run()
+    assert [r.call for r in world.tracker.records] == ["A"]
+    assert store.load().turns[0].results["B"] == "refused by the person"
+
+
+def test_a_new_run_gets_a_fresh_id_and_a_resumed_run_keeps_its_own():
+    assert run("keyed", "triage", (1,)).store.load().run == "triage-run-1.p2"  # died before the first save
+    assert run("keyed", "triage", (2,)).store.load().run == "triage-run-1.p1"  # the start save was durable
+    points = Recorder()
+    points.start_process()
+    job = load_job(SCENARIOS / "triage.yaml")
+    ids = set()
+    for _ in range(2):
+        loop = AgentLoop(job, World.new(job, points), memory_stores()(points), points, toolbox("keyed"))
+        loop.run()
+        ids.add(loop.checkpoint.run)
+    assert len(ids) == 2
+
+
+def test_a_corrupt_checkpoint_stops_the_loop_instead_of_starting_over(tmp_path):
+    job = load_job(SCENARIOS / "triage.yaml")
+    points = Recorder()
+    points.start_process()
+    store = FileStore(tmp_path, points)
+    world = World.new(job, points)
+    AgentLoop(job, world, store, points, toolbox("keyed")).run()
+    store.path.write_text(store.path.read_text()[:40])  # truncated, as by a torn write
+    with pytest.raises(CheckpointError, match="corrupt or truncated"):
+        AgentLoop(job, world, store, points, toolbox("keyed")).run()
+    assert world.model.calls == 3 and len(world.tracker.records) == 3  # nothing was done again
