@@ -2,19 +2,34 @@
 
 from __future__ import annotations
 
+import json
+import shlex
 import sys
-from contextlib import ExitStack
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import click
+from tabulate import tabulate
+from tqdm import tqdm
 
+from . import explain as explaining
 from . import report
 from .designs import DESIGNS
 from .job import Job, JobError, load_job
 from .store import STORE_KINDS
-from .sweep import file_stores, memory_stores, sweep_variant
+from .sweep import AGENTS, StoreFactory, Variant, VariantSweep, file_stores, memory_stores, run_scenario, sweep_variant
+from .world import TRACKER_MODES
 
 DEFAULT_JOB = "scenarios/triage.yaml"
+
+#: `sweep --list KIND`: which scenarios to list, by what their outcome shows.
+LISTS = {
+    "dups": lambda o: o.extra > 0,
+    "asks": lambda o: o.asks > 0,
+    "missing": lambda o: bool(o.missing),
+    "calls": lambda o: o.calls_plus > 0,
+}
 
 
 class Failure(click.ClickException):
@@ -30,19 +45,53 @@ def open_job(path: str) -> Job:
         raise Failure(str(error)) from None
 
 
-def pick_designs(spec: str) -> list:
+def pick(spec: str, choices: dict, what: str) -> list:
+    """`all`, or a comma-separated list of names from `choices`."""
     if spec == "all":
-        return list(DESIGNS.values())
-    picked = []
-    for slug in (part.strip() for part in spec.split(",")):
-        if slug not in DESIGNS:
-            raise Failure(f"unknown variant {slug!r} (valid: all, {', '.join(DESIGNS)})")
-        picked.append(DESIGNS[slug])
-    return picked
+        return list(choices.values())
+    names = [name.strip() for name in spec.split(",")]
+    for name in names:
+        if name not in choices:
+            raise Failure(f"unknown {what} {name!r} (valid: all, {', '.join(choices)})")
+    return [choices[name] for name in names]
+
+
+def check_loop_handles(job: Job, loop: str) -> None:
+    flagged = [c.id for c in job.calls if c.fails_after_accept or c.needs_approval]
+    if loop == "designs" and flagged:
+        raise Failure(
+            f"{job.source}: calls {', '.join(flagged)} use fails_after_accept or needs_approval, which only "
+            "the agent's own loop handles: use --loop agent"
+        )
+
+
+@contextmanager
+def stores(kind: str) -> Iterator[StoreFactory]:
+    if kind == "files":
+        with file_stores() as factory:
+            yield factory
+    else:
+        yield memory_stores()
+
+
+def sweep_all(variants: list[Variant], job: Job, store: StoreFactory) -> list[VariantSweep]:
+    """Sweep each variant, with a progress bar on stderr if that is a terminal and it takes a while."""
+    total = sum(run_scenario(v, job, (), store).passed(1) for v in variants)
+    with tqdm(total=total, unit="first crash", delay=1.0, file=sys.stderr, disable=not sys.stderr.isatty(),
+              leave=False) as bar:
+        return [sweep_variant(v, job, store, bar.update) for v in variants]
 
 
 job_option = click.option(
     "--job", "job_path", default=DEFAULT_JOB, show_default=True, metavar="FILE", help="The scripted job (YAML)."
+)
+store_option = click.option(
+    "--store", type=click.Choice(STORE_KINDS), default="memory", show_default=True,
+    help="Where checkpoints go: in memory, or real JSON files replaced with os.replace.",
+)
+format_option = click.option(
+    "--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table", show_default=True,
+    help="A table for people, JSON or CSV for scripts.",
 )
 
 
@@ -54,43 +103,154 @@ def cli() -> None:
     crashlab runs a scripted job once, records every crash point, then crashes the loop at each one,
     restarts it, and crashes the restart too at each point it reaches. It counts what each loop
     design did twice, lost, asked a person, or paid the model for again.
+
+    \b
+    crashlab sweep                      the five designs' table (the book's)
+    crashlab sweep --list dups          the scenarios that duplicated, with the command to explain each
+    crashlab explain after-reply:6      one scenario's story, process by process
+    crashlab points after-reply         the crash points of the uninterrupted run
+    crashlab sweep --loop agent         the agent's own loop against three kinds of tracker
     """
 
 
 @cli.command()
 @job_option
+@click.option("--loop", type=click.Choice(["designs", "agent"]), default="designs", show_default=True,
+              help="Sweep the chapter's five designs, or crashlab's own agent loop.")
 @click.option("--variant", default="all", show_default=True, metavar="all|SLUG[,SLUG...]",
-              help=f"Which designs to sweep: {', '.join(DESIGNS)}.")
-@click.option("--store", type=click.Choice(STORE_KINDS), default="memory", show_default=True,
-              help="Where checkpoints go: in memory, or real files replaced with os.replace.")
-@click.option("--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table", show_default=True)
+              help=f"With --loop designs, which designs: {', '.join(DESIGNS)}.")
+@click.option("--tracker", default="all", show_default=True, metavar="all|MODE[,MODE...]",
+              help=f"With --loop agent, which trackers: {', '.join(TRACKER_MODES)}.")
+@store_option
+@format_option
 @click.option("--check", "golden", metavar="GOLDEN", help="Exit 1, naming each cell, if the table differs from GOLDEN.")
-def sweep(job_path: str, variant: str, store: str, fmt: str, golden: str | None) -> None:
-    """Sweep the designs over every single and double crash, and print the table.
+@click.option("--list", "listing", type=click.Choice(list(LISTS)),
+              help="Instead of the table, list the scenarios that duplicated, asked, lost an effect or called the model again.")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), metavar="DIR",
+              help="Also write scenarios.jsonl, summary.json, summary.csv and manifest.json into DIR.")
+def sweep(job_path: str, loop: str, variant: str, tracker: str, store: str, fmt: str, golden: str | None,
+          listing: str | None, out: Path | None) -> None:
+    """Crash the loop at every point, and its restart at every point, and count the damage.
 
-    Columns: once = crash points of the uninterrupted run (one scenario each); twice = scenarios
-    that crash the restart too; with dups = scenarios that left a duplicate; dups = duplicate
-    records; missing = effects that never happened; asks = questions to a person; calls+ = model
-    calls beyond the uninterrupted run's.
+    \b
+    Columns (each sums over the single- and double-crash scenarios):
+      once       crash points of the uninterrupted run: one single-crash scenario each
+                 (the agent table calls them points, and counts all scenarios)
+      twice      double-crash scenarios: the restart crashed too, at each point it reached
+      with dups  scenarios that left at least one duplicate in the tracker
+      dups       duplicate records, copies beyond the first
+      missing    changing calls that left no record at all
+      asks       "did it happen?" questions to a person
+      approvals  approval decisions asked of a person (agent loop)
+      calls+     model calls beyond the uninterrupted run's
     """
     job = open_job(job_path)
-    designs = pick_designs(variant)
+    check_loop_handles(job, loop)
+    if loop == "designs":
+        variants, columns = pick(variant, DESIGNS, "variant"), report.DESIGN_COLUMNS
+    else:
+        agents = {v.tracker_mode: v for v in AGENTS.values()}
+        variants, columns = pick(tracker, agents, "tracker"), report.AGENT_COLUMNS
+    expected = None
     if golden is not None:
         try:
             expected = report.read_golden(golden)
         except report.GoldenError as error:
             raise Failure(str(error)) from None
-    with ExitStack() as stack:
-        stores = stack.enter_context(file_stores()) if store == "files" else memory_stores()
-        rows = [sweep_variant(design, job, stores).row() for design in designs]
-    click.echo({"table": report.table, "json": report.to_json, "csv": report.to_csv}[fmt](rows).rstrip("\n"))
-    if golden is not None:
-        differences = report.compare(rows, expected)
+
+    with stores(store) as factory:
+        sweeps = sweep_all(variants, job, factory)
+    rows = [s.row() for s in sweeps]
+    scenarios = [result for s in sweeps for result in s.scenarios]
+
+    if listing is not None:
+        chosen = [r for r in scenarios if LISTS[listing](r.outcome)]
+        commands = [f"crashlab explain {r.id} --job {shlex.quote(job_path)}" for r in chosen]
+        if fmt == "table":
+            lines = [[r.id, r.labels[0], command] for r, command in zip(chosen, commands)]
+            click.echo(tabulate(lines, tablefmt="plain") if lines else f"no scenario with {listing}")
+        else:
+            data = [{"id": r.id, "first_crash": r.labels[0], "command": c} for r, c in zip(chosen, commands)]
+            text = json.dumps(data, indent=2) if fmt == "json" else report.csv_text(data, ["id", "first_crash", "command"])
+            click.echo(text.rstrip("\n"))
+    else:
+        formats = {"table": report.table, "json": report.to_json, "csv": report.to_csv}
+        click.echo(formats[fmt](rows, columns).rstrip("\n"))
+    if out is not None:
+        report.write_results(out, job, rows, scenarios, columns)
+        click.echo(f"wrote {len(scenarios)} scenarios and the table to {out}/", err=True)
+    if expected is not None:
+        differences = report.compare(rows, expected, columns)
         for line in differences:
             click.echo(f"differs: {line}", err=True)
         if differences:
             sys.exit(1)
-        click.echo(f"matches {Path(golden)}", err=True)
+        click.echo(f"matches {golden}", err=True)
+
+
+@cli.command()
+@click.argument("slug")
+@job_option
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def points(slug: str, job_path: str, fmt: str) -> None:
+    """List the crash points of SLUG's uninterrupted run.
+
+    Each point: its index (the I of scenario SLUG:I), its label and which occurrence of that label it
+    is, where it falls (turn, call, tool), and what is durable there: the checkpoint on disk and the
+    tracker's records. A crash at that point leaves exactly this for the restart.
+    """
+    job = open_job(job_path)
+    try:
+        variant = explaining.find_variant(slug)
+    except explaining.ScenarioError as error:
+        raise Failure(str(error)) from None
+    check_loop_handles(job, "agent" if slug in AGENTS else "designs")
+    rows = explaining.point_rows(run_scenario(variant, job, (), memory_stores()))
+    if fmt == "json":
+        click.echo(json.dumps(rows, indent=2))
+        return
+    body = [
+        [r["index"], f"{r['label']} #{r['occurrence']}", r["where"], r["checkpoint"], ", ".join(r["tracker"]) or "-"]
+        for r in rows
+    ]
+    click.echo(tabulate(body, headers=["#", "point", "where", "on disk", "tracker"], tablefmt="simple"))
+
+
+@cli.command()
+@click.argument("scenario")
+@job_option
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def explain(scenario: str, job_path: str, fmt: str) -> None:
+    """Tell the story of one SCENARIO, process by process, and its verdict.
+
+    SCENARIO is SLUG:I (crash the first process at its I-th point) or SLUG:I:J (also crash the
+    restart at its J-th point), as `crashlab points` numbers them and `crashlab sweep --list` lists them.
+    """
+    job = open_job(job_path)
+    try:
+        run = explaining.find_scenario(scenario, job)
+    except explaining.ScenarioError as error:
+        raise Failure(str(error)) from None
+    told = explaining.story(run, job)
+    click.echo(json.dumps(told, indent=2) if fmt == "json" else explaining.render(told))
+
+
+@cli.command()
+@job_option
+@click.option("--loop", type=click.Choice(["designs", "agent"]), default="designs", show_default=True)
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default="results/sweep.png", show_default=True)
+def plot(job_path: str, loop: str, out: Path) -> None:
+    """Draw the sweep: each variant's single crashes, and its double crashes as a heatmap (needs crashlab[plot])."""
+    try:
+        from .plot import draw
+    except ImportError:
+        raise Failure("crashlab plot needs matplotlib: pip install 'crashlab[plot]'") from None
+    job = open_job(job_path)
+    check_loop_handles(job, loop)
+    variants = list(DESIGNS.values()) if loop == "designs" else list(AGENTS.values())
+    sweeps = sweep_all(variants, job, memory_stores())
+    out.parent.mkdir(parents=True, exist_ok=True)
+    click.echo(f"wrote {draw(sweeps, out, title=f'crashlab sweep of {job.source}')}")
 
 
 def main() -> None:

@@ -1,0 +1,239 @@
+"""One scenario's story, told from its recorded events: what each process did, found and lost.
+
+Everything here is read back from the recorder of a real run. Walking the events in order, the
+story keeps track of what is durable (a checkpoint becomes durable at its ``renamed`` point) and
+what the tracker holds (one record per applied request), so each crash point can say what a
+restart at that moment would find.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+from .checkpoint import Checkpoint
+from .job import Job
+from .points import Event
+from .sweep import VARIANTS, ScenarioRun, StoreFactory, Variant, memory_stores, run_scenario
+from .world import Record
+
+SCENARIO_ID = re.compile(r"^(?P<slug>[a-z-]+):(?P<i>\d+)(?::(?P<j>\d+))?$")
+
+
+class ScenarioError(ValueError):
+    """A scenario ID that names no scenario of this job; the message gives the valid choices."""
+
+
+def find_variant(slug: str) -> Variant:
+    if slug not in VARIANTS:
+        raise ScenarioError(f"unknown variant {slug!r} (valid: {', '.join(VARIANTS)})")
+    return VARIANTS[slug]
+
+
+def find_scenario(scenario_id: str, job: Job, store: StoreFactory = memory_stores()) -> ScenarioRun:
+    """Run the scenario an ID names, after checking that this job has it."""
+    match = SCENARIO_ID.match(scenario_id)
+    if not match:
+        raise ScenarioError(f"malformed scenario ID {scenario_id!r} (expected SLUG:I or SLUG:I:J, e.g. after-reply:7)")
+    variant = find_variant(match["slug"])
+    i = int(match["i"])
+    n = run_scenario(variant, job, (), store).passed(1)
+    if not 1 <= i <= n:
+        raise ScenarioError(f"{variant.slug} passes crash points 1..{n} on job {job.name}: no point {i}")
+    if match["j"] is None:
+        return run_scenario(variant, job, (i,), store)
+    j = int(match["j"])
+    reached = run_scenario(variant, job, (i,), store).passed(2)
+    if not 1 <= j <= reached:
+        valid = f"points 1..{reached}" if reached else "no points (the run was already finished)"
+        raise ScenarioError(f"the restart of {variant.slug}:{i} on job {job.name} reaches {valid}: no point {j}")
+    return run_scenario(variant, job, (i, j), store)
+
+
+def describe(record: Record) -> str:
+    if record.kind == "issue":
+        return f"issue #{record.number} ({record.call})"
+    return f"comment #{record.number} on #{record.issue} ({record.call})"
+
+
+def summary(checkpoint: Checkpoint | None) -> str:
+    return checkpoint.summary() if checkpoint is not None else "nothing"
+
+
+@dataclass
+class Replay:
+    """What is durable as the events go by: the store's checkpoint and the tracker's records."""
+
+    records: list[Record]
+    durable: Checkpoint | None = None
+    writing: Checkpoint | None = None
+    applied: int = 0
+
+    def step(self, event: Event) -> None:
+        if event.kind == "save":
+            self.writing = event.detail["checkpoint"]
+        elif event.kind == "point" and event.label == "renamed":
+            self.durable = self.writing
+        elif event.kind == "request" and event.detail["applied"] and event.label != "search":
+            self.applied += 1
+
+    def tracker(self) -> list[str]:
+        return [describe(r) for r in self.records[: self.applied]]
+
+
+def point_rows(run: ScenarioRun) -> list[dict[str, Any]]:
+    """Each crash point of process 1, where it falls, and what is durable when it is reached."""
+    replay, seen, rows = Replay(run.world.tracker.records), Counter(), []
+    for event in run.points.events:
+        replay.step(event)
+        if event.kind == "point" and event.process == 1:
+            seen[event.label] += 1
+            rows.append({
+                "index": event.index,
+                "label": event.label,
+                "occurrence": seen[event.label],
+                "turn": event.where.turn,
+                "call": event.where.call,
+                "tool": event.where.tool,
+                "where": str(event.where),
+                "checkpoint": summary(replay.durable),
+                "tracker": replay.tracker(),
+            })
+    return rows
+
+
+#: Notes that say what the next crash point means; they are printed on that point's line.
+ATTACHED = {"save", "request", "model"}
+
+
+def note(event: Event) -> str:
+    """What a noted event did, as a person reads it."""
+    d = event.detail
+    if event.kind == "model":
+        return f"model call {d['call_count']}, {event.where}: replies {d['reply']}"
+    if event.kind == "save":
+        return f"writes {d['checkpoint'].summary()}"
+    if event.kind == "request":
+        if event.label == "search":
+            return f"search {d['call']} → issues {d['answer']} (read only)"
+        sent = f"key {d['key'][:12]}…" if d["key"] else "no key"
+        if d["applied"]:
+            return f"{event.label} {d['call']} ({sent}): the tracker APPLIES it, #{d['answer']}"
+        return f"{event.label} {d['call']} ({sent}): the tracker knows the key, answers #{d['answer']}, changes nothing"
+    if event.kind == "decision":
+        return f"{d['call']} has a marker and no result: the ladder says {event.label.upper()}, {d['why']}"
+    if event.kind == "ask":
+        answer = f"yes, #{d['answer']}" if d["answer"] is not None else "no"
+        return f"ASKS THE PERSON: {d['question']} → {answer}"
+    if event.kind == "lookup":
+        answer = f"yes, it returned #{d['answer']}" if d["answer"] is not None else "no such request"
+        return f"asks the tracker: did the request with key {d['key'][:12]}… happen? → {answer}"
+    if event.kind == "approval-request":
+        return f"{d['call']} waits at the approval desk: the person is deciding"
+    if event.kind == "approval":
+        decided = "approved" if d["approved"] else "refused"
+        how = "the person decides" if d["decided_now"] else "the desk remembers the decision by key, asks nobody"
+        return f"approval desk: {d['call']} {decided} ({how})"
+    if event.kind == "transport-error":
+        return f"the {event.label} server DIES after handling {d['call']}: the outcome is unknown"
+    return f"{event.kind} {event.label}"
+
+
+def lines(events: list[Event]) -> list[str]:
+    """A process's events: one line per crash point, with the note that explains it."""
+    out, held = [], []
+    for event in events:
+        if event.kind in ATTACHED:
+            held.append(note(event))
+        elif event.kind == "point":
+            if event.label == "renamed":
+                held.append("now durable")
+            out.append(f"{event.index:>4}  {event.label:<15} {'; '.join(held)}".rstrip())
+            held = []
+        elif event.kind == "crash":
+            out.append(f"  ✗✗  CRASH at point {event.index} ({event.label}): process {event.process} dies here")
+        elif event.kind != "load":
+            out.append(f"      ▶ {note(event)}")
+    return out
+
+
+def why(run: ScenarioRun, job: Job) -> list[str]:
+    """For each changing call sent more than once: who sent it, and what the tracker did with it."""
+    out = []
+    for call in job.changing_calls:
+        sent = [e for e in run.points.events if e.kind == "request" and e.detail["call"] == call.id]
+        if len(sent) < 2:
+            continue
+        applied = [e.process for e in sent if e.detail["applied"]]
+        repeats = len(sent) - len(applied)
+        text = f"{call.id} was sent {len(sent)} times (by process {', '.join(str(e.process) for e in sent)}): "
+        text += f"the tracker applied it {len(applied)}×"
+        if repeats:
+            text += f" and answered {repeats} keyed repeat{'s' if repeats > 1 else ''} from its record"
+        out.append(text)
+    return out
+
+
+def verdict(run: ScenarioRun, job: Job, baseline_calls: int) -> dict[str, Any]:
+    outcome = run.outcome(job, baseline_calls)
+    return {
+        "tracker": [describe(r) for r in run.world.tracker.records],
+        "expected": [c.id for c in job.changing_calls],
+        "duplicates": outcome.dups,
+        "missing": list(outcome.missing),
+        "asks": outcome.asks,
+        "approvals": outcome.approvals,
+        "calls_plus": outcome.calls_plus,
+        "why": why(run, job),
+    }
+
+
+def story(run: ScenarioRun, job: Job) -> dict[str, Any]:
+    """The scenario as data: its processes' events, rendered, and the verdict."""
+    baseline_calls = run_scenario(run.variant, job, (), memory_stores()).world.model.calls
+    processes = []
+    for process in range(1, run.points.process + 1):
+        events = [e for e in run.points.events if e.process == process]
+        found = events[0].detail["checkpoint"]
+        told = lines(events)
+        if found is not None and found.finished:
+            told.append("      the run is finished: the process exits at once")
+        processes.append({"process": process, "found": summary(found), "events": told})
+    return {
+        "id": run.id,
+        "variant": run.variant.slug,
+        "name": run.variant.name,
+        "job": job.source,
+        "crashes": [
+            {"process": e.process, "index": e.index, "label": e.label, "where": str(e.where)}
+            for e in run.points.crashes()
+        ],
+        "processes": processes,
+        "verdict": verdict(run, job, baseline_calls),
+    }
+
+
+def render(told: dict[str, Any]) -> str:
+    """The story for a terminal: process by process, the crash marked, the verdict last."""
+    out = [f"scenario {told['id']}: {told['name']}, job {told['job']}"]
+    for crash in told["crashes"]:
+        out.append(f"  process {crash['process']} crashes at its point {crash['index']} ({crash['label']}, {crash['where']})")
+    for process in told["processes"]:
+        role = "first run" if process["process"] == 1 else "restart"
+        out += ["", f"── process {process['process']} ({role}) found on disk: {process['found']}"]
+        out += process["events"]
+    v = told["verdict"]
+    dups = ", ".join(f"{call} ×{extra + 1}" for call, extra in v["duplicates"].items())
+    out += [
+        "",
+        "verdict",
+        f"  tracker holds: {', '.join(v['tracker']) or 'nothing'}",
+        f"  expected:      {', '.join(v['expected']) or 'nothing'}, once each",
+        f"  duplicates:    {dups + ' (DUPLICATED)' if dups else 'none'}",
+        f"  missing:       {', '.join(v['missing']) or 'none'}",
+        f"  asks: {v['asks']}   approvals: {v['approvals']}   extra model calls: {v['calls_plus']}",
+        *(f"  why: {text}" for text in v["why"]),
+    ]
+    return "\n".join(out)

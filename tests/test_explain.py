@@ -1,0 +1,128 @@
+"""From the table to one scenario: IDs, the crash points, the story, lists and results on disk."""
+
+import json
+
+import pytest
+
+from crashlab.explain import ScenarioError, find_scenario, point_rows, story
+from crashlab.job import load_job
+from crashlab.sweep import VARIANTS, memory_stores, run_scenario
+
+from .conftest import SCENARIOS
+
+
+@pytest.fixture(scope="module")
+def job():
+    return load_job(SCENARIOS / "triage.yaml")
+
+
+def test_scenario_ids_name_the_crash_points_one_based(job):
+    assert find_scenario("after-reply:6", job).id == "after-reply:6"
+    run = find_scenario("keys-markers:9:3", job)
+    assert run.crashes == (9, 3)
+    assert [(e.process, e.index) for e in run.points.crashes()] == [(1, 9), (2, 3)]
+
+
+@pytest.mark.parametrize(
+    ("scenario_id", "message"),
+    [
+        ("after-reply", "malformed scenario ID 'after-reply' (expected SLUG:I or SLUG:I:J"),
+        ("after-reply:x", "malformed"),
+        ("nope:3", "unknown variant 'nope' (valid: per-turn, after-reply, keys, markers, keys-markers, agent-keyed"),
+        ("after-reply:0", "after-reply passes crash points 1..34 on job triage: no point 0"),
+        ("markers:44", "markers passes crash points 1..43 on job triage: no point 44"),
+        ("after-reply:6:99", "the restart of after-reply:6 on job triage reaches points 1..31: no point 99"),
+        ("after-reply:34:1", "reaches no points (the run was already finished)"),
+    ],
+)
+def test_a_bad_scenario_id_gives_the_valid_choices(job, scenario_id, message):
+    with pytest.raises(ScenarioError) as error:
+        find_scenario(scenario_id, job)
+    assert message in str(error.value)
+
+
+def test_points_say_what_is_durable_at_each_one(job):
+    rows = point_rows(run_scenario(VARIANTS["after-reply"], job, (), memory_stores()))
+    assert len(rows) == 34
+    accepted = next(r for r in rows if r["label"] == "accepted")
+    assert (accepted["index"], accepted["occurrence"], accepted["call"], accepted["tool"]) == (6, 1, "A", "create_issue")
+    assert accepted["checkpoint"] == "T1 open A:- B:-"  # A's result is not on disk
+    assert accepted["tracker"] == ["issue #1 (A)"]  # but the tracker holds issue A
+    assert rows[0]["checkpoint"] == "nothing" and rows[-1]["checkpoint"].endswith("finished")
+
+
+def test_the_after_reply_duplicate_tells_its_story(job):
+    told = story(find_scenario("after-reply:6", job), job)
+    assert told["crashes"] == [{"process": 1, "index": 6, "label": "accepted", "where": "turn 1 call A (create_issue)"}]
+    assert [p["found"] for p in told["processes"]] == ["nothing", "T1 open A:- B:-"]
+    first = told["processes"][0]["events"]
+    assert "create_issue A (no key): the tracker APPLIES it, #1" in first[-2]
+    assert "CRASH at point 6 (accepted)" in first[-1]
+    assert told["verdict"]["duplicates"] == {"A": 1}
+    assert told["verdict"]["why"] == ["A was sent 2 times (by process 1, 2): the tracker applied it 2×"]
+
+
+def test_the_markers_story_shows_the_question_and_its_answer(job):
+    told = story(find_scenario("markers:8", job), job)  # A's marker saved, A not yet sent
+    restart = "\n".join(told["processes"][1]["events"])
+    assert "the ladder says ASK" in restart
+    assert "ASKS THE PERSON: Did call A (create_issue) reach the tracker? → no" in restart
+    assert told["verdict"]["asks"] == 1
+
+
+def test_the_keyed_repeat_is_answered_without_change(job):
+    told = story(find_scenario("keys-markers:10", job), job)  # A accepted, result not saved
+    restart = "\n".join(told["processes"][1]["events"])
+    assert "the ladder says RERUN" in restart
+    assert "the tracker knows the key, answers #1, changes nothing" in restart
+    assert told["verdict"]["duplicates"] == {} and told["verdict"]["asks"] == 0
+
+
+def test_a_lookup_spares_the_person():
+    job = load_job(SCENARIOS / "server-dies.yaml")
+    told = story(run_scenario(VARIANTS["agent-lookup"], job, (), memory_stores()), job)
+    text = "\n".join(told["processes"][0]["events"])
+    assert "server DIES after handling B" in text
+    assert "did the request with key" in text and "→ yes, it returned #2" in text
+    assert told["verdict"]["asks"] == 0
+
+
+def test_sweep_list_names_each_scenario_with_the_command_that_explains_it(cli):
+    code, out, _ = cli("sweep", "--variant", "after-reply", "--list", "dups")
+    assert code == 0
+    lines = out.splitlines()
+    assert len(lines) == 306  # the table's "with dups" for after-reply
+    assert lines[0].split() == ["after-reply:1:6", "temp", "crashlab", "explain", "after-reply:1:6", "--job",
+                                "scenarios/triage.yaml"]
+    code, out, _ = cli("sweep", "--variant", "markers", "--list", "asks", "--format", "json")
+    asks = json.loads(out)
+    assert {"id": "markers:9", "first_crash": "accepted", "command": "crashlab explain markers:9 --job scenarios/triage.yaml"} in asks
+    assert all(a["command"] == f"crashlab explain {a['id']} --job scenarios/triage.yaml" for a in asks)
+
+
+def test_sweep_out_writes_the_results(cli, tmp_path):
+    code, _, err = cli("sweep", "--variant", "keys,markers", "--out", str(tmp_path / "r"))
+    assert code == 0 and "wrote 1727 scenarios" in err
+    lines = (tmp_path / "r" / "scenarios.jsonl").read_text().splitlines()
+    assert len(lines) == 34 + 654 + 43 + 996
+    first = json.loads(lines[0])
+    assert set(first) >= {"id", "variant", "labels", "dups", "missing", "asks", "calls_plus"}
+    assert [r["variant"] for r in json.loads((tmp_path / "r" / "summary.json").read_text())] == ["keys", "markers"]
+    assert (tmp_path / "r" / "summary.csv").read_text().startswith("variant,name,once,")
+    manifest = json.loads((tmp_path / "r" / "manifest.json").read_text())
+    assert set(manifest) == {"crashlab", "job", "job_sha256", "command", "date"}
+    assert manifest["command"].startswith("crashlab sweep --variant keys,markers")
+    assert len(manifest["job_sha256"]) == 64
+
+
+def test_explain_and_points_at_the_command_line(cli):
+    code, out, _ = cli("explain", "after-reply:6")
+    assert code == 0 and "A ×2 (DUPLICATED)" in out
+    code, out, _ = cli("points", "agent-keyed", "--format", "json")
+    assert code == 0 and len(json.loads(out)) == 43
+    code, out, err = cli("explain", "after-reply:99")
+    assert code == 2 and out == "" and err.strip() == (
+        "crashlab: error: after-reply passes crash points 1..34 on job triage: no point 99"
+    )
+    code, _, err = cli("points", "nope")
+    assert code == 2 and "unknown variant 'nope'" in err
