@@ -1,0 +1,76 @@
+"""The sweep picture is a PNG of the documented size, for the book's five designs and for a lone one."""
+
+import struct
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("matplotlib")
+
+from crashlab import plot  # noqa: E402
+from crashlab.designs import DESIGNS  # noqa: E402
+from crashlab.job import load_job  # noqa: E402
+from crashlab.sweep import Outcome, memory_stores, sweep_variant  # noqa: E402
+
+from .conftest import SCENARIOS  # noqa: E402
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def png_size(path: Path) -> tuple[int, int]:
+    """Width and height from the IHDR chunk, which a PNG must carry first, right after the magic."""
+    head = path.read_bytes()[:24]
+    assert head[:8] == PNG_MAGIC, "not a PNG"
+    length, kind = struct.unpack(">I4s", head[8:16])
+    assert kind == b"IHDR" and length == 13
+    return struct.unpack(">II", head[16:24])
+
+
+def test_the_size_is_documented_in_pixels():
+    assert (plot.WIDTH, plot.HEIGHT) == (1600, 1250)
+
+
+@pytest.mark.filterwarnings("error")  # matplotlib warns when labels leave the layout no room
+def test_the_triage_sweep_of_all_five_designs_draws_one_png_of_the_documented_size(tmp_path, triage):
+    sweeps = [sweep_variant(design, triage, memory_stores()) for design in DESIGNS.values()]
+    out = plot.draw(sweeps, tmp_path / "results" / "sweep.png", title="triage")
+    assert out == tmp_path / "results" / "sweep.png"  # parent directories are created
+    assert out.stat().st_size > 10_000
+    assert png_size(out) == (plot.WIDTH, plot.HEIGHT)
+
+
+@pytest.mark.filterwarnings("error")
+def test_a_single_design_on_a_read_only_job_draws_too(tmp_path):
+    """Nothing duplicates and nobody is asked: every heatmap cell is zero, and that still renders."""
+    sweep = sweep_variant(DESIGNS["per-turn"], load_job(SCENARIOS / "read-only.yaml"), memory_stores())
+    out = plot.draw([sweep], str(tmp_path / "read-only.png"))
+    assert isinstance(out, Path)
+    assert png_size(out) == (plot.WIDTH, plot.HEIGHT)
+
+
+def test_drawing_leaves_no_pyplot_figure_behind(tmp_path, triage):
+    """The CLI may draw many pictures in one process; none may pile up in pyplot's registry."""
+    import matplotlib.pyplot as plt
+
+    before = plt.get_fignums()
+    plot.draw([sweep_variant(DESIGNS["keys"], triage, memory_stores())], tmp_path / "keys.png")
+    assert plt.get_fignums() == before
+
+
+def test_nothing_to_draw_is_refused(tmp_path):
+    with pytest.raises(ValueError):
+        plot.draw([], tmp_path / "empty.png")
+
+
+@pytest.mark.parametrize(
+    ("dups", "asks", "calls_plus", "expected"),
+    [
+        ({"A": 1}, 1, 1, "duplicate"),
+        ({}, 2, 1, "asked a person"),
+        ({}, 0, 1, "extra model call"),
+        ({"A": 0}, 0, 0, "clean"),
+    ],
+)
+def test_a_single_crash_is_coloured_by_its_worst_outcome(dups, asks, calls_plus, expected):
+    name, _ = plot.CATEGORIES[plot.category(Outcome(dups, (), asks, calls_plus))]
+    assert name == expected
