@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 import shlex
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import click
@@ -18,7 +16,7 @@ from . import report
 from .designs import DESIGNS
 from .job import Job, JobError, load_job
 from .store import STORE_KINDS
-from .sweep import AGENTS, StoreFactory, Variant, VariantSweep, file_stores, memory_stores, run_scenario, sweep_variant
+from .sweep import AGENTS, StoreFactory, Variant, VariantSweep, memory_stores, run_scenario, stores, sweep_variant
 from .world import TRACKER_MODES
 
 DEFAULT_JOB = "scenarios/triage.yaml"
@@ -65,33 +63,16 @@ def check_loop_handles(job: Job, loop: str) -> None:
         )
 
 
-@contextmanager
-def stores(kind: str) -> Iterator[StoreFactory]:
-    if kind == "files":
-        with file_stores() as factory:
-            yield factory
-    else:
-        yield memory_stores()
-
-
 def sweep_all(variants: list[Variant], job: Job, store: StoreFactory) -> list[VariantSweep]:
     """Sweep each variant, with a progress bar on stderr if that is a terminal and it takes a while."""
     total = sum(run_scenario(v, job, (), store).passed(1) for v in variants)
-    with tqdm(total=total, unit="first crash", delay=1.0, file=sys.stderr, disable=not sys.stderr.isatty(),
+    with tqdm(total=total, desc="sweep", unit="point", delay=1.0, file=sys.stderr, disable=not sys.stderr.isatty(),
               leave=False) as bar:
         return [sweep_variant(v, job, store, bar.update) for v in variants]
 
 
 job_option = click.option(
     "--job", "job_path", default=DEFAULT_JOB, show_default=True, metavar="FILE", help="The scripted job (YAML)."
-)
-store_option = click.option(
-    "--store", type=click.Choice(STORE_KINDS), default="memory", show_default=True,
-    help="Where checkpoints go: in memory, or real JSON files replaced with os.replace.",
-)
-format_option = click.option(
-    "--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table", show_default=True,
-    help="A table for people, JSON or CSV for scripts.",
 )
 
 
@@ -121,8 +102,10 @@ def cli() -> None:
               help=f"With --loop designs, which designs: {', '.join(DESIGNS)}.")
 @click.option("--tracker", default="all", show_default=True, metavar="all|MODE[,MODE...]",
               help=f"With --loop agent, which trackers: {', '.join(TRACKER_MODES)}.")
-@store_option
-@format_option
+@click.option("--store", type=click.Choice(STORE_KINDS), default="memory", show_default=True,
+              help="Where checkpoints go: in memory, or real JSON files replaced with os.replace.")
+@click.option("--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table", show_default=True,
+              help="A table for people, JSON or CSV for scripts.")
 @click.option("--check", "golden", metavar="GOLDEN", help="Exit 1, naming each cell, if the table differs from GOLDEN.")
 @click.option("--list", "listing", type=click.Choice(list(LISTS)),
               help="Instead of the table, list the scenarios that duplicated, asked, lost an effect or called the model again.")

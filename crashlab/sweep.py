@@ -199,6 +199,16 @@ def memory_stores() -> StoreFactory:
 
 
 @contextmanager
+def stores(kind: str) -> Iterator[StoreFactory]:
+    """A factory of fresh stores of `kind` ("memory" or "files"), for as long as the block runs."""
+    if kind == "files":
+        with file_stores() as factory:
+            yield factory
+    else:
+        yield memory_stores()
+
+
+@contextmanager
 def file_stores(fsync: bool = False) -> Iterator[StoreFactory]:
     """A factory of file stores, each in a fresh directory under one temporary root.
 
