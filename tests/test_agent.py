@@ -2,11 +2,10 @@
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from crashlab.agent import ASK, LOOKUP, RERUN, AgentLoop, ladder
 from crashlab.checkpoint import CheckpointError
-from crashlab.job import load_job, parse_job
+from crashlab.job import load_job
 from crashlab.points import Recorder
 from crashlab.store import FileStore
 from crashlab.sweep import AGENTS, memory_stores, run_scenario, sweep_variant
@@ -14,6 +13,7 @@ from crashlab.tools import ToolSpec, toolbox
 from crashlab.world import World
 
 from .conftest import SCENARIOS
+from .strategies import jobs
 
 JOBS = ["triage", "server-dies", "approval", "wide", "one-per-turn", "read-only"]
 
@@ -39,29 +39,10 @@ def test_the_guarantees_hold_on_every_shipped_job(name):
         assert rows["keyless"].asks > 0  # the keyless tracker is the one that costs the person
 
 
-def job_from(draw):
-    created, turns, n = [], [], 0
-    for _ in range(draw(st.integers(1, 2))):
-        calls = []
-        for _ in range(draw(st.integers(1, 2))):
-            n += 1
-            tool = draw(st.sampled_from(["create_issue", "comment", "search"]))
-            args = {"title": f"t{n}", "body": "b"} if tool == "create_issue" else (
-                {"issue": draw(st.sampled_from([f"${c}" for c in created] + [1])), "body": "b"}
-                if tool == "comment" else {"query": "t"}
-            )
-            calls.append({"id": f"c{n}", "tool": tool, "args": args,
-                          "fails_after_accept": draw(st.booleans()), "needs_approval": draw(st.booleans())})
-            if tool == "create_issue":
-                created.append(f"c{n}")
-        turns.append({"calls": calls})
-    return parse_job({"name": "generated", "turns": [*turns, {"answer": "done"}]})
-
-
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.data())
-def test_the_guarantees_hold_on_generated_jobs(data):
-    check_guarantees(job_from(data.draw))
+@given(jobs(max_calls=2, harder=True))
+def test_the_guarantees_hold_on_generated_jobs(job):
+    check_guarantees(job)
 
 
 def run(tracker, name, crashes=()):
@@ -171,3 +152,12 @@ def test_a_corrupt_checkpoint_stops_the_loop_instead_of_starting_over(tmp_path):
     with pytest.raises(CheckpointError, match="corrupt or truncated"):
         AgentLoop(job, world, store, points, toolbox("keyed")).run()
     assert world.model.calls == 3 and len(world.tracker.records) == 3  # nothing was done again
+
+
+def test_the_file_store_gives_the_agent_the_identical_table():
+    from crashlab.sweep import file_stores
+
+    job = load_job(SCENARIOS / "approval.yaml")
+    with file_stores() as files:
+        on_disk = [sweep_variant(agent, job, files).row() for agent in AGENTS.values()]
+    assert on_disk == [sweep_variant(agent, job, memory_stores()).row() for agent in AGENTS.values()]

@@ -57,3 +57,31 @@ def test_bad_input_is_one_line_and_exit_2(cli, tmp_path):
         assert code == 2, args
         assert out == ""
         assert err.count("\n") == 1 and message in err and "Traceback" not in err
+
+
+def test_explain_and_points_refuse_bad_jobs_in_one_line(cli, tmp_path):
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("name: x\nturns: [\n")
+    for command in (("explain", "after-reply:6"), ("points", "after-reply")):
+        for job, message in (("absent.yaml", "absent.yaml: no such job file"), (str(broken), "invalid YAML")):
+            code, out, err = cli(*command, "--job", job)
+            assert (code, out, err.count("\n")) == (2, "", 1) and message in err, command
+
+
+def test_the_agent_sweep_and_its_own_errors(cli):
+    code, out, _ = cli("sweep", "--loop", "agent", "--tracker", "keyed,lookup", "--format", "json")
+    rows = json.loads(out)
+    assert [r["variant"] for r in rows] == ["agent-keyed", "agent-lookup"]
+    assert set(rows[0]) == {"variant", "name", "points", "scenarios", "with_dups", "dups", "missing", "asks",
+                            "approvals", "calls_plus"}
+    code, _, err = cli("sweep", "--loop", "agent", "--tracker", "sometimes")
+    assert code == 2 and "unknown tracker 'sometimes' (valid: all, keyed, keyless, lookup)" in err
+    code, _, err = cli("sweep", "--job", "scenarios/approval.yaml")
+    assert code == 2 and "only the agent's own loop handles: use --loop agent" in err
+
+
+def test_no_progress_bar_leaks_into_output_for_scripts(cli):
+    for fmt in ("json", "csv"):
+        code, out, err = cli("sweep", "--store", "files", "--format", fmt)
+        assert code == 0 and err == ""
+        assert out.startswith("[" if fmt == "json" else "variant,")

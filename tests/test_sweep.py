@@ -4,14 +4,14 @@ from dataclasses import astuple
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from crashlab import report
 from crashlab.designs import DESIGNS
-from crashlab.job import load_job, parse_job
+from crashlab.job import load_job
 from crashlab.sweep import file_stores, memory_stores, sweep_variant
 
 from .conftest import ROOT, SCENARIOS
+from .strategies import jobs
 
 
 def table(job, stores):
@@ -61,26 +61,6 @@ def test_the_invariants_hold_on_every_shipped_job(name):
     rows = check_invariants(load_job(SCENARIOS / f"{name}.yaml"))
     if name != "read-only":  # the harness can see a duplicate when there is one to see
         assert rows["after-reply"].dups > 0 and rows["per-turn"].dups > 0
-
-
-@st.composite
-def jobs(draw):
-    created, turns, n = [], [], 0
-    for _ in range(draw(st.integers(1, 2))):
-        calls = []
-        for _ in range(draw(st.integers(1, 3))):
-            n += 1
-            tool = draw(st.sampled_from(["create_issue", "comment", "search"]))
-            if tool == "create_issue":
-                calls.append({"id": f"c{n}", "tool": tool, "args": {"title": f"t{n}", "body": "b"}})
-                created.append(f"c{n}")
-            elif tool == "comment":
-                issue = draw(st.sampled_from([f"${c}" for c in created] + [1]))
-                calls.append({"id": f"c{n}", "tool": tool, "args": {"issue": issue, "body": "b"}})
-            else:
-                calls.append({"id": f"c{n}", "tool": tool, "args": {"query": "t"}})
-        turns.append({"calls": calls})
-    return parse_job({"name": "generated", "turns": [*turns, {"answer": "done"}]})
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
