@@ -13,8 +13,13 @@ $(INSTALLED): pyproject.toml
 	$(BIN)/pip install --quiet -e '.[test,plot]'
 	touch $@
 
+# The book's table, checked against the golden file, with every scenario written to results/; then
+# the agent's own loop against the three trackers, and the pictures of both.
 sweep: $(INSTALLED)
-	$(BIN)/crashlab sweep --variant all --check results/book.txt
+	$(BIN)/crashlab sweep --variant all --check results/book.txt --out results
+	$(BIN)/crashlab sweep --loop agent --tracker all --out results/agent
+	$(BIN)/crashlab plot --out results/sweep.png
+	$(BIN)/crashlab plot --loop agent --out results/agent/sweep.png
 
 test: $(INSTALLED)
 	$(BIN)/pytest -q
