@@ -22,11 +22,11 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from .checkpoint import Checkpoint, TurnRecord
-from .job import Call, Job
+from .job import Call, Job, Turn
 from .keys import key
+from .loop import Loop
 from .points import Recorder
 from .store import Store
 from .tools import ToolSpec, TransportError, invoke, toolbox
@@ -51,7 +51,7 @@ def ladder(tool: ToolSpec) -> tuple[str, str]:
     return ASK, "no key is honoured and the receiver cannot be asked: only the person can tell"
 
 
-class AgentLoop:
+class AgentLoop(Loop):
     """One life of the agent's process, from loading its checkpoint to the end, or a crash."""
 
     def __init__(
@@ -63,35 +63,21 @@ class AgentLoop:
         tools: dict[str, ToolSpec],
         new_run_id: Callable[[], str] = lambda: uuid.uuid4().hex,
     ):
-        self.job = job
-        self.world = world
-        self.store = store
-        self.points = points
+        super().__init__(job, world, store, points)
         self.tools = tools
         self.new_run_id = new_run_id
-        self.checkpoint = Checkpoint("")
 
-    def run(self) -> None:
-        loaded = self.store.load()
-        self.points.note("load", checkpoint=loaded)
-        if loaded is not None and loaded.finished:
-            return
-        self.checkpoint = loaded or Checkpoint(self.new_run_id())
-        self.save()  # a new run's ID is durable before any request carries it
+    def new_run(self) -> Checkpoint:
+        return Checkpoint(self.new_run_id())  # rule 2: fresh, and durable before any request carries it
+
+    def resume(self) -> None:
         if self.checkpoint.open_turn:
             self.finish_turn()
-        while True:
-            number = self.checkpoint.next_turn
-            self.points.at(number)
-            reply = self.world.model.reply(number)
-            self.points.hit("reply")
-            if reply.is_final:
-                self.checkpoint = self.checkpoint.with_answer(reply.answer)
-                self.save()
-                return
-            self.checkpoint = self.checkpoint.with_turn(TurnRecord(number, reply.calls))
-            self.save()  # rule 1: the reply is durable before any tool runs
-            self.finish_turn()
+
+    def take_turn(self, number: int, reply: Turn) -> None:
+        self.checkpoint = self.checkpoint.with_turn(TurnRecord(number, reply.calls))
+        self.save()  # rule 1: the reply is durable before any tool runs
+        self.finish_turn()
 
     def finish_turn(self) -> None:
         turn = self.checkpoint.turns[-1]
@@ -155,16 +141,8 @@ class AgentLoop:
         self.points.hit("returned")
         self.save_result(call, result)
 
-    def save_result(self, call: Call, result: Any) -> None:
-        self.checkpoint = self.checkpoint.with_result(call.id, result)
-        self.save()
-        self.points.hit("result-saved")
-
     def key(self, call: Call) -> str:
         return key(self.checkpoint.run, call.id)
-
-    def save(self) -> None:
-        self.store.save(self.checkpoint)
 
 
 @dataclass(frozen=True)

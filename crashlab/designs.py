@@ -15,9 +15,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .checkpoint import Checkpoint, TurnRecord
+from .checkpoint import TurnRecord
 from .job import Call, Job, Turn
 from .keys import key
+from .loop import Loop
 from .points import Recorder
 from .store import Store
 from .tools import invoke
@@ -51,41 +52,24 @@ DESIGNS: dict[str, Design] = {
 }
 
 
-class DesignLoop:
+class DesignLoop(Loop):
     """One life of a process running a design: from loading the checkpoint to the end, or a crash."""
 
     def __init__(self, design: Design, job: Job, world: World, store: Store, points: Recorder):
+        super().__init__(job, world, store, points)
         self.design = design
-        self.job = job
-        self.world = world
-        self.store = store
-        self.points = points
-        self.checkpoint = Checkpoint(job.run)
 
-    def run(self) -> None:
-        loaded = self.store.load()
-        self.points.note("load", checkpoint=loaded)
-        if loaded is not None and loaded.finished:
-            return
-        self.checkpoint = loaded or Checkpoint(self.job.run)
-        self.save()  # the start save: every process makes one, restarts too
+    def resume(self) -> None:
         if self.design.saves_reply and self.checkpoint.open_turn:
             self.finish_turn(resumed=True)
-        while True:
-            number = self.checkpoint.next_turn
-            self.points.at(number)
-            reply = self.world.model.reply(number)
-            self.points.hit("reply")
-            if reply.is_final:
-                self.checkpoint = self.checkpoint.with_answer(reply.answer)
-                self.save()
-                return
-            if self.design.saves_reply:
-                self.checkpoint = self.checkpoint.with_turn(TurnRecord(number, reply.calls))
-                self.save()  # the reply is durable before any tool runs
-                self.finish_turn(resumed=False)
-            else:
-                self.run_turn_then_save(number, reply)
+
+    def take_turn(self, number: int, reply: Turn) -> None:
+        if self.design.saves_reply:
+            self.checkpoint = self.checkpoint.with_turn(TurnRecord(number, reply.calls))
+            self.save()  # the reply is durable before any tool runs
+            self.finish_turn(resumed=False)
+        else:
+            self.run_turn_then_save(number, reply)
 
     def run_turn_then_save(self, number: int, reply: Turn) -> None:
         """Design 1: every call of the reply, then one save. A crash before it loses the turn."""
@@ -130,11 +114,3 @@ class DesignLoop:
         result = invoke(self.world, call, results, sent_key)
         self.points.hit("returned")
         return result
-
-    def save_result(self, call: Call, result: object) -> None:
-        self.checkpoint = self.checkpoint.with_result(call.id, result)
-        self.save()
-        self.points.hit("result-saved")
-
-    def save(self) -> None:
-        self.store.save(self.checkpoint)

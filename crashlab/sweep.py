@@ -49,7 +49,7 @@ class Outcome:
     missing: tuple[str, ...]  # changing calls with no record at all
     asks: int  # "did it happen?" questions to the person, over all processes
     calls_plus: int  # model calls beyond those of the uninterrupted run
-    approvals: int = 0  # approval decisions asked of the person, over all processes
+    approvals: int  # approval decisions asked of the person, over all processes
 
     @property
     def extra(self) -> int:
