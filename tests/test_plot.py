@@ -72,5 +72,5 @@ def test_nothing_to_draw_is_refused(tmp_path):
     ],
 )
 def test_a_single_crash_is_coloured_by_its_worst_outcome(dups, asks, calls_plus, expected):
-    name, _ = plot.CATEGORIES[plot.category(Outcome(dups, (), asks, calls_plus))]
+    name, _ = plot.CATEGORIES[plot.category(Outcome(dups, (), asks, calls_plus, approvals=0))]
     assert name == expected
