@@ -160,7 +160,10 @@ def sweep(job_path: str, loop: str, variant: str, tracker: str, store: str, fmt:
         formats = {"table": report.table, "json": report.to_json, "csv": report.to_csv}
         click.echo(formats[fmt](rows, columns).rstrip("\n"))
     if out is not None:
-        report.write_results(out, job, rows, scenarios, columns)
+        try:
+            report.write_results(out, job, rows, scenarios, columns)
+        except OSError as error:
+            raise Failure(f"cannot write results to {out}: {error.strerror}") from None
         click.echo(f"wrote {len(scenarios)} scenarios and the table to {out}/", err=True)
     if expected is not None:
         differences = report.compare(rows, expected, columns)
@@ -232,8 +235,10 @@ def plot(job_path: str, loop: str, out: Path) -> None:
     check_loop_handles(job, loop)
     variants = list(DESIGNS.values()) if loop == "designs" else list(AGENTS.values())
     sweeps = sweep_all(variants, job, memory_stores())
-    out.parent.mkdir(parents=True, exist_ok=True)
-    click.echo(f"wrote {draw(sweeps, out, title=f'crashlab sweep of {job.source}')}")
+    try:
+        click.echo(f"wrote {draw(sweeps, out, title=f'crashlab sweep of {job.source}')}")
+    except OSError as error:
+        raise Failure(f"cannot write the picture to {out}: {error.strerror}") from None
 
 
 def main() -> None:

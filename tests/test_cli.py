@@ -85,3 +85,10 @@ def test_no_progress_bar_leaks_into_output_for_scripts(cli):
         code, out, err = cli("sweep", "--store", "files", "--format", fmt)
         assert code == 0 and err == ""
         assert out.startswith("[" if fmt == "json" else "variant,")
+
+
+def test_an_unwritable_out_is_one_line_and_exit_2(cli, tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    code, _, err = cli("sweep", "--variant", "keys", "--out", str(blocker / "results"))
+    assert code == 2 and err.count("\n") == 1 and "cannot write results to" in err
