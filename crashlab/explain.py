@@ -16,7 +16,7 @@ from typing import Any
 from .checkpoint import Checkpoint
 from .job import Job
 from .points import Event
-from .sweep import VARIANTS, ScenarioRun, StoreFactory, Variant, memory_stores, run_scenario
+from .sweep import VARIANTS, ScenarioRun, Variant, memory_stores, run_scenario
 from .world import Record
 
 SCENARIO_ID = re.compile(r"^(?P<slug>[a-z-]+):(?P<i>\d+)(?::(?P<j>\d+))?$")
@@ -32,12 +32,12 @@ def find_variant(slug: str) -> Variant:
     return VARIANTS[slug]
 
 
-def find_scenario(scenario_id: str, job: Job, store: StoreFactory = memory_stores()) -> ScenarioRun:
+def find_scenario(scenario_id: str, job: Job) -> ScenarioRun:
     """Run the scenario an ID names, after checking that this job has it."""
     match = SCENARIO_ID.match(scenario_id)
     if not match:
         raise ScenarioError(f"malformed scenario ID {scenario_id!r} (expected SLUG:I or SLUG:I:J, e.g. after-reply:7)")
-    variant = find_variant(match["slug"])
+    variant, store = find_variant(match["slug"]), memory_stores()
     i = int(match["i"])
     n = run_scenario(variant, job, (), store).passed(1)
     if not 1 <= i <= n:
