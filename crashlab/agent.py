@@ -159,6 +159,9 @@ class AgentVariant:
     def name(self) -> str:
         return f"agent loop, {self.tracker_mode} tracker"
 
+    def refuses(self, job: Job) -> None:
+        """The agent's loop runs every job the schema allows."""
+
     def loop(self, job: Job, world: World, store: Store, points: Recorder) -> AgentLoop:
         # A fresh run ID per new run, deterministic so that sweeps repeat: the job's name for runs
         # plus the process that started it. A real agent would use uuid4().

@@ -54,13 +54,10 @@ def pick(spec: str, choices: dict, what: str) -> list:
     return [choices[name] for name in names]
 
 
-def check_loop_handles(job: Job, loop: str) -> None:
-    flagged = [c.id for c in job.calls if c.fails_after_accept or c.needs_approval]
-    if loop == "designs" and flagged:
-        raise Failure(
-            f"{job.source}: calls {', '.join(flagged)} use fails_after_accept or needs_approval, which only "
-            "the agent's own loop handles: use --loop agent"
-        )
+def check_handles(job: Job, variants: list[Variant]) -> None:
+    for variant in variants:
+        if reason := variant.refuses(job):
+            raise Failure(reason)
 
 
 def sweep_all(variants: list[Variant], job: Job, store: StoreFactory) -> list[VariantSweep]:
@@ -128,12 +125,12 @@ def sweep(job_path: str, loop: str, variant: str, tracker: str, store: str, fmt:
       calls+     model calls beyond the uninterrupted run's
     """
     job = open_job(job_path)
-    check_loop_handles(job, loop)
     if loop == "designs":
         variants, columns = pick(variant, DESIGNS, "variant"), report.DESIGN_COLUMNS
     else:
         agents = {v.tracker_mode: v for v in AGENTS.values()}
         variants, columns = pick(tracker, agents, "tracker"), report.AGENT_COLUMNS
+    check_handles(job, variants)
     expected = None
     if golden is not None:
         try:
@@ -190,7 +187,7 @@ def points(slug: str, job_path: str, fmt: str) -> None:
         variant = explaining.find_variant(slug)
     except explaining.ScenarioError as error:
         raise Failure(str(error)) from None
-    check_loop_handles(job, "agent" if slug in AGENTS else "designs")
+    check_handles(job, [variant])
     rows = explaining.point_rows(run_scenario(variant, job, (), memory_stores()))
     if fmt == "json":
         click.echo(json.dumps(rows, indent=2))
@@ -232,8 +229,8 @@ def plot(job_path: str, loop: str, out: Path) -> None:
     except ImportError:
         raise Failure("crashlab plot needs matplotlib: pip install 'crashlab[plot]'") from None
     job = open_job(job_path)
-    check_loop_handles(job, loop)
     variants = list(DESIGNS.values()) if loop == "designs" else list(AGENTS.values())
+    check_handles(job, variants)
     sweeps = sweep_all(variants, job, memory_stores())
     try:
         click.echo(f"wrote {draw(sweeps, out, title=f'crashlab sweep of {job.source}')}")

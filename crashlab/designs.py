@@ -39,6 +39,16 @@ class Design:
     def loop(self, job: Job, world: World, store: Store, points: Recorder) -> DesignLoop:
         return DesignLoop(self, job, world, store, points)
 
+    def refuses(self, job: Job) -> str | None:
+        """Why this design cannot run `job`: the chapter's designs model neither harder situation."""
+        flagged = [c.id for c in job.calls if c.fails_after_accept or c.needs_approval]
+        if not flagged:
+            return None
+        return (
+            f"{job.source}: calls {', '.join(flagged)} use fails_after_accept or needs_approval, which only "
+            "the agent's own loop handles: use --loop agent or an agent-* variant"
+        )
+
 
 DESIGNS: dict[str, Design] = {
     d.slug: d

@@ -38,6 +38,8 @@ def find_scenario(scenario_id: str, job: Job) -> ScenarioRun:
     if not match:
         raise ScenarioError(f"malformed scenario ID {scenario_id!r} (expected SLUG:I or SLUG:I:J, e.g. after-reply:7)")
     variant, store = find_variant(match["slug"]), memory_stores()
+    if reason := variant.refuses(job):
+        raise ScenarioError(reason)
     i = int(match["i"])
     n = run_scenario(variant, job, (), store).passed(1)
     if not 1 <= i <= n:
@@ -76,7 +78,7 @@ class Replay:
             self.writing = event.detail["checkpoint"]
         elif event.kind == "point" and event.label == "renamed":
             self.durable = self.writing
-        elif event.kind == "request" and event.detail["applied"] and event.label != "search":
+        elif event.kind == "request" and event.detail["applied"]:
             self.applied += 1
 
     def tracker(self) -> list[str]:

@@ -32,6 +32,9 @@ class Variant(Protocol):
 
     def loop(self, job: Job, world: World, store: Store, points: Recorder): ...
 
+    def refuses(self, job: Job) -> str | None:
+        """Why this variant cannot run `job`, or None when it can."""
+
 
 StoreFactory = Callable[[Recorder], Store]
 

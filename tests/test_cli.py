@@ -92,3 +92,11 @@ def test_an_unwritable_out_is_one_line_and_exit_2(cli, tmp_path):
     blocker.write_text("")
     code, _, err = cli("sweep", "--variant", "keys", "--out", str(blocker / "results"))
     assert code == 2 and err.count("\n") == 1 and "cannot write results to" in err
+
+
+def test_a_design_refuses_the_harder_jobs_in_every_command(cli):
+    for command in (("sweep", "--variant", "keys"), ("points", "keys"), ("explain", "keys:3"), ("plot",)):
+        code, out, err = cli(*command, "--job", "scenarios/server-dies.yaml")
+        assert (code, out, err.count("\n")) == (2, "", 1), command
+        assert "only the agent's own loop handles" in err and "Traceback" not in err
+    assert cli("explain", "agent-keyed:3", "--job", "scenarios/server-dies.yaml")[0] == 0
