@@ -68,14 +68,14 @@ class AgentLoop(Loop):
         self.new_run_id = new_run_id
 
     def new_run(self) -> Checkpoint:
-        return Checkpoint(self.new_run_id())  # rule 2: fresh, and durable before any request carries it
+        return Checkpoint.new(self.new_run_id())  # rule 2: fresh, and durable before any request carries it
 
     def resume(self) -> None:
         if self.checkpoint.open_turn:
             self.finish_turn()
 
     def take_turn(self, number: int, reply: Turn) -> None:
-        self.checkpoint = self.checkpoint.with_turn(TurnRecord(number, reply.calls))
+        self.checkpoint = self.checkpoint.with_turn(TurnRecord.reply(number, reply.calls))
         self.save()  # rule 1: the reply is durable before any tool runs
         self.finish_turn()
 

@@ -1,60 +1,70 @@
 """The checkpoint: what a loop has made durable about its run, and all a restart can know.
 
-It is an immutable value. Every change makes a new checkpoint, so a store can keep the one it was
-handed as the durable copy without fear that the running loop edits it afterwards, and the in-memory
-store and the file store hold exactly the same thing.
+It is an immutable value, and its durable form is bytes: both stores keep exactly the JSON a file
+would hold, so whatever a loop does to the object it holds after a save, the restart reads what was
+saved, on either store. The reader is strict: a file that is not whole and well-typed is refused
+with the field that is wrong, never half-read and never taken for an empty run.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any, Literal
+
+import msgspec
 
 from .job import Call
 
 #: Bumped whenever the JSON layout changes; a newer file is refused, never half-read.
 FORMAT = 1
 
+#: The rungs of the resolution ladder a saved decision may name (see crashlab.agent).
+Rung = Literal["rerun", "lookup", "ask"]
+#: What a tool call returns: an issue or comment number, a search's hits, or a refusal's reason.
+Result = Annotated[int, msgspec.Meta(ge=1)] | list[int] | str
+
 
 class CheckpointError(ValueError):
-    """A checkpoint file that cannot be trusted: corrupt, truncated, or from a newer crashlab."""
+    """A checkpoint file that cannot be trusted: corrupt, truncated, mistyped, or from a newer crashlab."""
 
 
-@dataclass(frozen=True)
-class TurnRecord:
-    """One turn on disk: the model's reply, and what became of each of its calls."""
+class TurnRecord(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """One turn on disk: the model's reply, and what became of each of its calls.
 
-    number: int
+    Every field is required in a file: a missing one is a mangled file, not an empty default.
+    """
+
+    number: Annotated[int, msgspec.Meta(ge=1)]
     calls: tuple[Call, ...]
-    results: Mapping[str, Any] = field(default_factory=dict)
+    results: dict[str, Result]
     #: Attempt markers: the call was about to go out. A marker with no result is an unknown outcome.
-    markers: frozenset[str] = frozenset()
+    markers: tuple[str, ...]
     #: Each marker's settlement on the resolution ladder, saved before the loop acts on it.
-    decisions: Mapping[str, str] = field(default_factory=dict)
+    decisions: dict[str, Rung]
     #: The person's approval decisions for gated calls, so a restart never asks for one twice.
-    approvals: Mapping[str, bool] = field(default_factory=dict)
-    closed: bool = False
+    approvals: dict[str, bool]
+    closed: bool
+
+    @classmethod
+    def reply(cls, number: int, calls: tuple[Call, ...]) -> TurnRecord:
+        """A turn as the model's reply opens it: its calls, and nothing done yet."""
+        return cls(number, calls, {}, (), {}, {}, False)
 
     def pending(self) -> list[Call]:
         return [call for call in self.calls if call.id not in self.results]
 
-    def _with(self, **change: Any) -> TurnRecord:
-        fields = {
-            "number": self.number, "calls": self.calls, "results": self.results,
-            "markers": self.markers, "decisions": self.decisions, "approvals": self.approvals,
-            "closed": self.closed,
-        }
-        fields.update(change)
-        return TurnRecord(**fields)
 
-
-@dataclass(frozen=True)
-class Checkpoint:
+class Checkpoint(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     run: str
-    turns: tuple[TurnRecord, ...] = ()
-    answer: str | None = None
+    turns: tuple[TurnRecord, ...]
+    answer: str | None
+    format: int = FORMAT  # checked before the rest is read
+
+    @classmethod
+    def new(cls, run: str) -> Checkpoint:
+        """The checkpoint of a run that has done nothing yet."""
+        return cls(run, (), None)
 
     @property
     def finished(self) -> bool:
@@ -78,13 +88,15 @@ class Checkpoint:
     # Every change below returns a new checkpoint; the last turn is the only one that changes.
 
     def with_turn(self, turn: TurnRecord) -> Checkpoint:
-        return Checkpoint(self.run, self.turns + (turn,), self.answer)
+        return msgspec.structs.replace(self, turns=self.turns + (turn,))
 
     def _last(self, **change: Any) -> Checkpoint:
-        return Checkpoint(self.run, self.turns[:-1] + (self.turns[-1]._with(**change),), self.answer)
+        last = msgspec.structs.replace(self.turns[-1], **change)
+        return msgspec.structs.replace(self, turns=self.turns[:-1] + (last,))
 
     def with_marker(self, call_id: str) -> Checkpoint:
-        return self._last(markers=self.turns[-1].markers | {call_id})
+        markers = self.turns[-1].markers
+        return self._last(markers=markers if call_id in markers else markers + (call_id,))
 
     def with_result(self, call_id: str, result: Any) -> Checkpoint:
         return self._last(results={**self.turns[-1].results, call_id: result})
@@ -99,7 +111,7 @@ class Checkpoint:
         return self._last(closed=True)
 
     def with_answer(self, answer: str) -> Checkpoint:
-        return Checkpoint(self.run, self.turns, answer)
+        return msgspec.structs.replace(self, answer=answer)
 
     def summary(self) -> str:
         """A one-line picture for people: ``T1 closed A=1 B=2 · T2 open S=[1] C:marker``."""
@@ -122,60 +134,68 @@ class Checkpoint:
             parts.append("finished")
         return " · ".join(parts) or "empty"
 
-    def to_json(self) -> str:
-        return json.dumps({
-            "format": FORMAT,
-            "run": self.run,
-            "answer": self.answer,
-            "turns": [
-                {
-                    "number": t.number,
-                    "calls": [_call_to_dict(c) for c in t.calls],
-                    "results": dict(t.results),
-                    "markers": sorted(t.markers),
-                    "decisions": dict(t.decisions),
-                    "approvals": dict(t.approvals),
-                    "closed": t.closed,
-                }
-                for t in self.turns
-            ],
-        })
+    def to_json(self) -> bytes:
+        """The durable form: the bytes a store keeps, in memory or on disk."""
+        return _encoder.encode(self)
 
     @classmethod
-    def from_json(cls, text: str, source: str = "checkpoint") -> Checkpoint:
+    def from_json(cls, data: bytes | str, source: str = "checkpoint") -> Checkpoint:
         """Parse a saved checkpoint, refusing anything it cannot read whole."""
         try:
-            data = json.loads(text)
-        except json.JSONDecodeError as error:
-            raise CheckpointError(f"{source}: corrupt or truncated checkpoint: {error}") from None
-        if not isinstance(data, dict) or not isinstance(data.get("format"), int):
-            raise CheckpointError(f"{source}: not a crashlab checkpoint (no format version)")
-        if data["format"] > FORMAT:
-            raise CheckpointError(
-                f"{source}: checkpoint format {data['format']} is newer than this crashlab reads ({FORMAT})"
-            )
-        try:
-            turns = tuple(
-                TurnRecord(
-                    number=t["number"],
-                    calls=tuple(Call(**c) for c in t["calls"]),
-                    results=t["results"],
-                    markers=frozenset(t["markers"]),
-                    decisions=t["decisions"],
-                    approvals=t["approvals"],
-                    closed=t["closed"],
-                )
-                for t in data["turns"]
-            )
-            return cls(run=data["run"], turns=turns, answer=data["answer"])
-        except (KeyError, TypeError) as error:
-            raise CheckpointError(f"{source}: checkpoint is missing or mangles a field: {error}") from None
+            checkpoint = msgspec.json.decode(data, type=cls)
+        except msgspec.DecodeError as error:
+            raise CheckpointError(f"{source}: {_why_unreadable(data, error)}") from None
+        if checkpoint.format != FORMAT:
+            raise CheckpointError(f"{source}: {_why_unreadable(data, None)}")
+        if problem := checkpoint._inconsistency():
+            raise CheckpointError(f"{source}: inconsistent checkpoint: {problem}")
+        return checkpoint
+
+    def _inconsistency(self) -> str | None:
+        """What no loop could have saved: turns out of order, entries for calls the turn does not have."""
+        for position, turn in enumerate(self.turns, start=1):
+            where = f"$.turns[{position - 1}]"
+            if turn.number != position:
+                return f"{where}.number is {turn.number}, expected {position}"
+            if not turn.closed and position < len(self.turns):
+                return f"{where} is open but is not the last turn"
+            ids = {call.id for call in turn.calls}
+            if len(ids) != len(turn.calls):
+                return f"{where}.calls repeats a call ID"
+            for name in ("results", "markers", "decisions", "approvals"):
+                if not ids.issuperset(getattr(turn, name)):
+                    stray = sorted(set(getattr(turn, name)) - ids)[0]
+                    return f"{where}.{name} names {stray!r}, which is not a call of the turn"
+        if self.finished and self.open_turn is not None:
+            return "the run is finished but its last turn is open"
+        return None
 
 
-def _call_to_dict(call: Call) -> dict[str, Any]:
-    data: dict[str, Any] = {"id": call.id, "tool": call.tool, "args": call.args}
-    if call.fails_after_accept:
-        data["fails_after_accept"] = True
-    if call.needs_approval:
-        data["needs_approval"] = True
-    return data
+class _Version(msgspec.Struct):
+    """Only the format number: what a file that is not this layout says it is."""
+
+    format: int
+
+
+def _why_unreadable(data: bytes | str, error: msgspec.DecodeError | None) -> str:
+    """The first thing wrong with a file: not JSON, not ours, newer than this reader, or a mangled field."""
+    try:
+        version = msgspec.json.decode(data, type=_Version).format
+    except msgspec.ValidationError as problem:  # JSON, but not ours
+        return f"not a crashlab checkpoint (no format version): {problem}"
+    except msgspec.DecodeError as problem:
+        return f"corrupt or truncated checkpoint: {problem}"
+    if version > FORMAT:
+        return f"checkpoint format {version} is newer than this crashlab reads ({FORMAT})"
+    if version < 1 or error is None:
+        return f"checkpoint format {version} is not one this crashlab wrote"
+    return f"checkpoint is missing or mangles a field: {error}"
+
+
+def _encode_other(value: Any) -> Any:
+    if isinstance(value, Mapping):  # a call's arguments, frozen by the job
+        return dict(value)
+    raise NotImplementedError(f"cannot save a {type(value).__name__} in a checkpoint")
+
+
+_encoder = msgspec.json.Encoder(enc_hook=_encode_other)

@@ -16,7 +16,7 @@ from . import report
 from .designs import DESIGNS
 from .job import Job, JobError, load_job
 from .store import STORE_KINDS
-from .sweep import AGENTS, StoreFactory, Variant, VariantSweep, memory_stores, run_scenario, stores, sweep_variant
+from .sweep import AGENTS, StoreFactory, Variant, VariantSweep, finish, memory_stores, plan, run_scenario, stores
 from .world import TRACKER_MODES
 
 DEFAULT_JOB = "scenarios/triage.yaml"
@@ -61,11 +61,15 @@ def check_handles(job: Job, variants: list[Variant]) -> None:
 
 
 def sweep_all(variants: list[Variant], job: Job, store: StoreFactory) -> list[VariantSweep]:
-    """Sweep each variant, with a progress bar on stderr if that is a terminal and it takes a while."""
-    total = sum(run_scenario(v, job, (), store).passed(1) for v in variants)
-    with tqdm(total=total, desc="sweep", unit="point", delay=1.0, file=sys.stderr, disable=not sys.stderr.isatty(),
-              leave=False) as bar:
-        return [sweep_variant(v, job, store, bar.update) for v in variants]
+    """Sweep each variant, with a progress bar on stderr if that is a terminal and it takes a while.
+
+    The single crashes of every variant run first: they are a small part of the work and tell how
+    many scenarios there are, so the bar counts scenarios and its estimate holds.
+    """
+    plans = [plan(v, job, store) for v in variants]
+    with tqdm(total=sum(p.total for p in plans), desc="sweep", unit="scenario", delay=1.0, file=sys.stderr,
+              disable=not sys.stderr.isatty(), leave=False) as bar:
+        return [finish(p, bar.update) for p in plans]
 
 
 job_option = click.option(

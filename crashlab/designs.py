@@ -75,7 +75,7 @@ class DesignLoop(Loop):
 
     def take_turn(self, number: int, reply: Turn) -> None:
         if self.design.saves_reply:
-            self.checkpoint = self.checkpoint.with_turn(TurnRecord(number, reply.calls))
+            self.checkpoint = self.checkpoint.with_turn(TurnRecord.reply(number, reply.calls))
             self.save()  # the reply is durable before any tool runs
             self.finish_turn(resumed=False)
         else:
@@ -88,8 +88,10 @@ class DesignLoop(Loop):
             self.points.at(number, call)
             results[call.id] = self.make_call(call, results)
         self.points.at(number)
-        turn_results = {call.id: results[call.id] for call in reply.calls}
-        self.checkpoint = self.checkpoint.with_turn(TurnRecord(number, reply.calls, turn_results, closed=True))
+        checkpoint = self.checkpoint.with_turn(TurnRecord.reply(number, reply.calls))
+        for call in reply.calls:
+            checkpoint = checkpoint.with_result(call.id, results[call.id])
+        self.checkpoint = checkpoint.with_turn_closed()
         self.save()
 
     def finish_turn(self, resumed: bool) -> None:

@@ -60,8 +60,9 @@ def describe(record: Record) -> str:
     return f"comment #{record.number} on #{record.issue} ({record.call})"
 
 
-def summary(checkpoint: Checkpoint | None) -> str:
-    return checkpoint.summary() if checkpoint is not None else "nothing"
+def summary(data: bytes | None) -> str:
+    """A saved checkpoint's one-line picture, from the bytes the store kept."""
+    return Checkpoint.from_json(data).summary() if data is not None else "nothing"
 
 
 @dataclass
@@ -69,13 +70,13 @@ class Replay:
     """What is durable as the events go by: the store's checkpoint and the tracker's records."""
 
     records: list[Record]
-    durable: Checkpoint | None = None
-    writing: Checkpoint | None = None
+    durable: bytes | None = None
+    writing: bytes | None = None
     applied: int = 0
 
     def step(self, event: Event) -> None:
         if event.kind == "save":
-            self.writing = event.detail["checkpoint"]
+            self.writing = event.detail["data"]
         elif event.kind == "point" and event.label == "renamed":
             self.durable = self.writing
         elif event.kind == "request" and event.detail["applied"]:
@@ -116,7 +117,7 @@ def note(event: Event) -> str:
     if event.kind == "model":
         return f"model call {d['call_count']}, {event.where}: replies {d['reply']}"
     if event.kind == "save":
-        return f"writes {d['checkpoint'].summary()}"
+        return f"writes {summary(d['data'])}"
     if event.kind == "request":
         if event.label == "search":
             return f"search {d['call']} → issues {d['answer']} (read only)"
@@ -198,9 +199,9 @@ def story(run: ScenarioRun, job: Job) -> dict[str, Any]:
     processes = []
     for process in range(1, run.points.process + 1):
         events = [e for e in run.points.events if e.process == process]
-        found = events[0].detail["checkpoint"]
+        found = events[0].detail["data"]
         told = lines(events)
-        if found is not None and found.finished:
+        if found is not None and Checkpoint.from_json(found).finished:
             told.append("      the run is finished: the process exits at once")
         processes.append({"process": process, "found": summary(found), "events": told})
     return {

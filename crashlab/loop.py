@@ -23,11 +23,10 @@ class Loop:
         self.world = world
         self.store = store
         self.points = points
-        self.checkpoint = Checkpoint(job.run)
+        self.checkpoint = Checkpoint.new(job.run)
 
     def run(self) -> None:
         loaded = self.store.load()
-        self.points.note("load", checkpoint=loaded)
         if loaded is not None and loaded.finished:
             return
         self.checkpoint = loaded or self.new_run()
@@ -46,7 +45,7 @@ class Loop:
 
     def new_run(self) -> Checkpoint:
         """The checkpoint of a run that has nothing on disk yet."""
-        return Checkpoint(self.job.run)
+        return Checkpoint.new(self.job.run)
 
     def resume(self) -> None:
         """Finish what the loaded checkpoint left open, before asking the model anything."""

@@ -29,6 +29,7 @@ DESIGN_COLUMNS: Columns = (
     ("with_dups", "with dups"),
     ("dups", "dups"),
     ("missing", "missing"),
+    ("wrong", "wrong"),
     ("asks", "asks"),
     ("calls_plus", "calls+"),
 )
@@ -39,6 +40,7 @@ AGENT_COLUMNS: Columns = (
     ("with_dups", "with dups"),
     ("dups", "dups"),
     ("missing", "missing"),
+    ("wrong", "wrong"),
     ("asks", "asks"),
     ("approvals", "approvals"),
     ("calls_plus", "calls+"),
@@ -83,6 +85,7 @@ def scenario_record(result: ScenarioResult) -> dict[str, Any]:
         "dups": o.extra,
         "dup_calls": o.dups,
         "missing": len(o.missing),
+        "wrong": len(o.wrong),
         "asks": o.asks,
         "approvals": o.approvals,
         "calls_plus": o.calls_plus,

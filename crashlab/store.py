@@ -4,6 +4,10 @@ Every save is atomic in two steps, and a crash can land between them: the new ch
 written beside the old one (crash point ``temp``: the old one is still the durable one), then
 renamed over it (crash point ``renamed``: the new one is). The in-memory store models exactly this;
 the file store does it for real with ``os.replace``, and a test holds them to the same table.
+
+Both keep the checkpoint's bytes, never the object the loop holds: what a restart reads is what was
+saved, whatever the loop did to its own copy afterwards. A save from a process that has already
+died is refused before anything is written (see `Recorder.guard`).
 """
 
 from __future__ import annotations
@@ -19,25 +23,35 @@ STORE_KINDS = ("memory", "files")
 
 
 class Store(Protocol):
-    def load(self) -> Checkpoint | None: ...
+    def load(self) -> Checkpoint | None:
+        """The durable checkpoint, as a starting process reads it (an event in the story)."""
+
+    def read(self) -> Checkpoint | None:
+        """The durable checkpoint, as the harness inspects it afterwards (no event)."""
 
     def save(self, checkpoint: Checkpoint) -> None: ...
 
 
 class MemoryStore:
-    """A durable store without a disk. Checkpoints are immutable, so keeping the object is a copy."""
+    """A durable store without a disk: it keeps the bytes a file would hold."""
 
     def __init__(self, points: Recorder):
         self.points = points
-        self.durable: Checkpoint | None = None
+        self.durable: bytes | None = None
 
     def load(self) -> Checkpoint | None:
-        return self.durable
+        self.points.note("load", data=self.durable)
+        return self.read()
+
+    def read(self) -> Checkpoint | None:
+        return None if self.durable is None else Checkpoint.from_json(self.durable, "the memory store")
 
     def save(self, checkpoint: Checkpoint) -> None:
-        self.points.note("save", checkpoint=checkpoint)
+        self.points.guard("a checkpoint written")
+        data = checkpoint.to_json()
+        self.points.note("save", data=data)
         self.points.hit("temp")
-        self.durable = checkpoint
+        self.durable = data
         self.points.hit("renamed")
 
 
@@ -56,16 +70,26 @@ class FileStore:
         self.fsync = fsync
 
     def load(self) -> Checkpoint | None:
+        data = self._bytes()
+        self.points.note("load", data=data)
+        return None if data is None else Checkpoint.from_json(data, str(self.path))
+
+    def read(self) -> Checkpoint | None:
+        data = self._bytes()
+        return None if data is None else Checkpoint.from_json(data, str(self.path))
+
+    def _bytes(self) -> bytes | None:
         try:
-            text = self.path.read_text(encoding="utf-8")
+            return self.path.read_bytes()
         except FileNotFoundError:
             return None
-        return Checkpoint.from_json(text, str(self.path))
 
     def save(self, checkpoint: Checkpoint) -> None:
-        self.points.note("save", checkpoint=checkpoint)
-        with open(self.temp, "w", encoding="utf-8") as file:
-            file.write(checkpoint.to_json())
+        self.points.guard("a checkpoint written")
+        data = checkpoint.to_json()
+        self.points.note("save", data=data)
+        with open(self.temp, "wb") as file:
+            file.write(data)
             if self.fsync:
                 file.flush()
                 os.fsync(file.fileno())

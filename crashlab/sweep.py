@@ -3,6 +3,11 @@
 Scenario ``SLUG:I`` crashes the first process at its I-th crash point, then lets a restart finish.
 Scenario ``SLUG:I:J`` also crashes that restart at its J-th point, and a third process finishes.
 Every count is read from the world after the scenario has run; nothing is computed by formula.
+
+A scenario is only counted when it is sound: every process meant to die died where it was told
+and did nothing after, the last process finished the run, and each process retraced the run it
+repeats up to its crash point. Anything else is a `HarnessError` that names the scenario: the
+table of a loop that breaks these rules would be a table of fiction.
 """
 
 from __future__ import annotations
@@ -11,16 +16,16 @@ import shutil
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from .agent import AgentVariant
 from .designs import DESIGNS
-from .job import Job
-from .points import Crash, Recorder
+from .job import Call, Job
+from .points import Crash, HarnessError, Recorder, Where
 from .store import FileStore, MemoryStore, Store
-from .world import TRACKER_MODES, World
+from .world import TRACKER_MODES, Record, World
 
 
 class Variant(Protocol):
@@ -43,6 +48,13 @@ AGENTS: dict[str, AgentVariant] = {v.slug: v for v in map(AgentVariant, TRACKER_
 #: Every variant a scenario ID can name: the five designs, then the agent's loop.
 VARIANTS: dict[str, Variant] = {**DESIGNS, **AGENTS}
 
+#: The crash points one process passed, in order, with where the loop was: what a repeat must retrace.
+Trace = list[tuple[str, Where]]
+
+
+def scenario_id(slug: str, crashes: tuple[int, ...]) -> str:
+    return ":".join([slug, *map(str, crashes)])
+
 
 @dataclass(frozen=True)
 class Outcome:
@@ -52,7 +64,8 @@ class Outcome:
     missing: tuple[str, ...]  # changing calls with no record at all
     asks: int  # "did it happen?" questions to the person, over all processes
     calls_plus: int  # model calls beyond those of the uninterrupted run
-    approvals: int  # approval decisions asked of the person, over all processes
+    approvals: int  # approval questions put to the person, over all processes
+    wrong: tuple[str, ...] = ()  # calls whose saved result, or whose comment, names a record the job did not mean
 
     @property
     def extra(self) -> int:
@@ -71,22 +84,112 @@ class ScenarioRun:
 
     @property
     def id(self) -> str:
-        return ":".join([self.variant.slug, *map(str, self.crashes)])
+        return scenario_id(self.variant.slug, self.crashes)
 
     def passed(self, process: int) -> int:
         """How many crash points process `process` (1-based) passed, the crash point included."""
         return sum(1 for e in self.points.events if e.kind == "point" and e.process == process)
 
+    def trace(self, process: int) -> Trace:
+        return [(e.label, e.where) for e in self.points.points(process)]
+
     def outcome(self, job: Job, baseline_calls: int) -> Outcome:
-        dups, missing = {}, []
+        final = self.store.read()
+        results = final.results() if final else {}
+        refused = {cid for turn in final.turns for cid, ok in turn.approvals.items() if not ok} if final else set()
+        dups, missing, wrong = {}, [], []
         for call in job.changing_calls:
-            copies = len(self.world.tracker.made_by(call.id))
-            if copies > 1:
-                dups[call.id] = copies - 1
-            elif copies == 0:
+            made = self.world.tracker.made_by(call.id)
+            if len(made) > 1:
+                dups[call.id] = len(made) - 1
+            elif not made and call.id not in refused:
                 missing.append(call.id)
+            if not self._meant(call, made, results, call.id in refused):
+                wrong.append(call.id)
         person = self.world.person
-        return Outcome(dups, tuple(missing), person.asks, self.world.model.calls - baseline_calls, person.approvals)
+        return Outcome(
+            dups, tuple(missing), person.asks, self.world.model.calls - baseline_calls, person.approvals, tuple(wrong)
+        )
+
+    def _meant(self, call: Call, made: list[Record], results: dict[str, Any], refused: bool) -> bool:
+        """Whether the call's saved result names one of its own records, and its comments the issue meant."""
+        result = results.get(call.id)
+        if refused:
+            ok = not made and isinstance(result, str)
+        else:
+            ok = result is None or result in {r.number for r in made}
+        if call.tool == "comment":
+            ref = call.ref
+            intended = (
+                {r.number for r in self.world.tracker.made_by(ref) if r.kind == "issue"} if ref else {call.args["issue"]}
+            )
+            ok = ok and all(r.issue in intended for r in made)
+        return ok
+
+
+def run_scenario(variant: Variant, job: Job, crashes: tuple[int, ...], store: StoreFactory) -> ScenarioRun:
+    """Run processes over one fresh world and store until one finishes the job, and check the run.
+
+    Process k dies at its ``crashes[k-1]``-th point; the process after the last crash runs to the end.
+    """
+    points = Recorder(crashes, scenario_id(variant.slug, crashes))
+    world = World.new(job, points, variant.tracker_mode)
+    durable = store(points)
+    for _ in range(len(crashes) + 1):
+        points.start_process()
+        try:
+            variant.loop(job, world, durable, points).run()
+            returned = True
+        except Crash:
+            returned = False
+        check_death(points, returned)
+        if points.dead is None:
+            break
+    check_finished(points, durable)
+    return ScenarioRun(variant, crashes, points, world, durable)
+
+
+def check_death(points: Recorder, returned: bool) -> None:
+    """The process died where it was told and did nothing after, or it was not told to die."""
+    where = f"{points.scenario}: process {points.process}"
+    if points.violations:
+        raise HarnessError(points.violations[0])
+    if points.dead is None and not returned:
+        raise HarnessError(f"{where} raised Crash without reaching a crash point of its own")
+    if points.dead is not None and returned:
+        raise HarnessError(
+            f"{where} died at its point {points.dead.index} ({points.dead.label}) but its loop returned: "
+            "it caught its own Crash (a bare except, or except BaseException)"
+        )
+    if points.dead is None and points.process <= len(points.crash_at):
+        raise HarnessError(
+            f"{where} finished after {points.passed} crash points and never reached its crash point "
+            f"{points.crash_at[points.process - 1]}"
+        )
+
+
+def check_finished(points: Recorder, store: Store) -> None:
+    final = store.read()
+    if final is None or not final.finished:
+        found = final.summary() if final else "nothing"
+        raise HarnessError(
+            f"{points.scenario}: process {points.process} returned, but the run is not finished "
+            f"(the durable checkpoint: {found})"
+        )
+
+
+def check_retrace(run: ScenarioRun, process: int, expected: Trace, of: str) -> None:
+    """A process repeats what it repeats: up to its crash, its points are those of the run it retraces."""
+    got = run.trace(process)
+    if got == expected[: len(got)]:
+        return
+    k = next((k for k, (a, b) in enumerate(zip(got, expected)) if a != b), min(len(got), len(expected)))
+    saw = f"{got[k][0]!r} ({got[k][1]})" if k < len(got) else "nothing more"
+    meant = f"{expected[k][0]!r} ({expected[k][1]})" if k < len(expected) else "nothing more"
+    raise HarnessError(
+        f"{run.id}: the loop is not deterministic: process {process} passed {saw} at its point {k + 1}, "
+        f"where {of} passed {meant}"
+    )
 
 
 @dataclass(frozen=True)
@@ -113,6 +216,7 @@ class Row:
     with_dups: int
     dups: int
     missing: int
+    wrong: int
     asks: int
     calls_plus: int
     approvals: int
@@ -143,58 +247,79 @@ class VariantSweep:
             with_dups=sum(1 for o in outcomes if o.extra),
             dups=sum(o.extra for o in outcomes),
             missing=sum(len(o.missing) for o in outcomes),
+            wrong=sum(len(o.wrong) for o in outcomes),
             asks=sum(o.asks for o in outcomes),
             calls_plus=sum(o.calls_plus for o in outcomes),
             approvals=sum(o.approvals for o in outcomes),
         )
 
 
-def run_scenario(variant: Variant, job: Job, crashes: tuple[int, ...], store: StoreFactory) -> ScenarioRun:
-    """Run processes over one fresh world and store until one finishes the job.
+@dataclass
+class Plan:
+    """A variant's uninterrupted run and its single crashes, run: what the double crashes start from.
 
-    Process k dies at its ``crashes[k-1]``-th point; the process after the last crash runs to the end.
+    Running the single crashes first tells how many scenarios the sweep has (`total`) before the
+    bulk of the work, so progress can count scenarios, not first-crash points of unequal cost.
     """
-    points = Recorder(crashes)
-    world = World.new(job, points, variant.tracker_mode)
-    durable = store(points)
-    for _ in range(len(crashes) + 1):
-        points.start_process()
-        try:
-            variant.loop(job, world, durable, points).run()
-            break
-        except Crash:
-            continue
-    return ScenarioRun(variant, crashes, points, world, durable)
+
+    variant: Variant
+    job: Job
+    store: StoreFactory
+    baseline_calls: int
+    baseline: Trace
+    singles: list[ScenarioResult] = field(default_factory=list)
+    restarts: list[Trace] = field(default_factory=list)  # after single crash i, what its restart passed
+
+    @property
+    def total(self) -> int:
+        return len(self.baseline) + sum(map(len, self.restarts))
+
+    def result(self, run: ScenarioRun) -> ScenarioResult:
+        events = run.points.events
+        return ScenarioResult(
+            id=run.id,
+            variant=self.variant.slug,
+            crashes=run.crashes,
+            labels=tuple(e.label for e in events if e.kind == "crash"),
+            outcome=run.outcome(self.job, self.baseline_calls),
+            hits=sum(1 for e in events if e.kind == "point"),
+            saves=sum(1 for e in events if e.kind == "save"),
+        )
+
+
+def plan(variant: Variant, job: Job, store: StoreFactory) -> Plan:
+    """The uninterrupted run (twice, to see that it repeats), then every single crash."""
+    first, again = (run_scenario(variant, job, (), store) for _ in range(2))
+    check_retrace(again, 1, first.trace(1), "the first uninterrupted run")
+    sweep = Plan(variant, job, store, first.world.model.calls, first.trace(1))
+    for i in range(1, len(sweep.baseline) + 1):
+        single = run_scenario(variant, job, (i,), store)
+        check_retrace(single, 1, sweep.baseline, "the uninterrupted run")
+        sweep.singles.append(sweep.result(single))
+        sweep.restarts.append(single.trace(2))
+    return sweep
+
+
+def finish(sweep: Plan, advance: Callable[[int], None] = lambda n: None) -> VariantSweep:
+    """Every double crash the single crashes lead to, and the variant's sweep, whole."""
+    results = []
+    for i, (single, restart) in enumerate(zip(sweep.singles, sweep.restarts), start=1):
+        results.append(single)
+        advance(1)
+        for j in range(1, len(restart) + 1):
+            double = run_scenario(sweep.variant, sweep.job, (i, j), sweep.store)
+            check_retrace(double, 1, sweep.baseline, "the uninterrupted run")
+            check_retrace(double, 2, restart, f"the restart of {single.id}")
+            results.append(sweep.result(double))
+            advance(1)
+    return VariantSweep(sweep.variant, len(sweep.baseline), tuple(results))
 
 
 def sweep_variant(
     variant: Variant, job: Job, store: StoreFactory, advance: Callable[[int], None] = lambda n: None
 ) -> VariantSweep:
     """The uninterrupted run, then every single crash and every double crash it leads to."""
-    baseline = run_scenario(variant, job, (), store)
-    calls = baseline.world.model.calls
-    results = []
-
-    def keep(run: ScenarioRun) -> None:
-        events = run.points.events
-        results.append(ScenarioResult(
-            id=run.id,
-            variant=variant.slug,
-            crashes=run.crashes,
-            labels=tuple(e.label for e in events if e.kind == "crash"),
-            outcome=run.outcome(job, calls),
-            hits=sum(1 for e in events if e.kind == "point"),
-            saves=sum(1 for e in events if e.kind == "save"),
-        ))
-
-    n = baseline.passed(1)
-    for i in range(1, n + 1):
-        single = run_scenario(variant, job, (i,), store)
-        keep(single)
-        for j in range(1, single.passed(2) + 1):
-            keep(run_scenario(variant, job, (i, j), store))
-        advance(1)
-    return VariantSweep(variant, n, tuple(results))
+    return finish(plan(variant, job, store), advance)
 
 
 def memory_stores() -> StoreFactory:
@@ -216,11 +341,22 @@ def file_stores(fsync: bool = False) -> Iterator[StoreFactory]:
     """A factory of file stores, each in a fresh directory under one temporary root.
 
     The root is on the RAM-backed /dev/shm when the machine has one: the sweep measures the loop,
-    not the disk. The chapter's sweep ran with syncs off, and so does this one by default.
+    not the disk. The chapter's sweep ran with syncs off, and so does this one by default. Each new
+    store removes the directory of the one before, so the root holds one scenario at a time: a
+    store is valid until the next one is made, which is all a sweep needs.
     """
     shm = Path("/dev/shm")
     root = Path(tempfile.mkdtemp(prefix="crashlab-", dir=shm if shm.is_dir() else None))
+    previous: list[str] = []
+
+    def fresh(points: Recorder) -> FileStore:
+        for directory in previous:
+            shutil.rmtree(directory, ignore_errors=True)
+        previous[:] = [tempfile.mkdtemp(dir=root)]
+        return FileStore(previous[0], points, fsync=fsync)
+
     try:
-        yield lambda points: FileStore(tempfile.mkdtemp(dir=root), points, fsync=fsync)
+        yield fresh
     finally:
         shutil.rmtree(root, ignore_errors=True)
+

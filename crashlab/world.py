@@ -58,6 +58,7 @@ class Tracker:
 
     def request(self, call: Call, args: dict[str, Any], key: str | None = None) -> int:
         """Apply a changing request (create or comment) and return the new record's number."""
+        self.points.guard("a tracker request made")
         if key is not None and self.honours_keys and key in self._by_key:
             number = self._by_key[key]
             self.points.note("request", call.tool, call=call.id, key=key, applied=False, answer=number)
@@ -78,6 +79,7 @@ class Tracker:
 
     def search(self, call: Call, query: str) -> list[int]:
         """Read only: the issues whose text mentions `query`. Repeating it is always harmless."""
+        self.points.guard("a search request made")
         needle = query.lower()
         found = [r.number for r in self.records if r.kind == "issue" and needle in r.text.lower()]
         self.points.note("request", call.tool, call=call.id, key=None, applied=False, answer=found)
@@ -85,6 +87,7 @@ class Tracker:
 
     def lookup(self, key: str) -> int | None:
         """Did a request with this key happen? Its first answer, or None. Keyed and lookup trackers."""
+        self.points.guard("a lookup request made")
         if not self.answers_lookups:
             raise RuntimeError("a keyless tracker cannot be asked about a key")
         answer = self._by_key.get(key)
@@ -113,6 +116,7 @@ class Person:
 
     def did_it_happen(self, call: Call) -> int | None:
         """Ask whether `call` reached the tracker; the answer is its result, or None."""
+        self.points.guard("a question put to the person")
         self.asks += 1
         made = self.tracker.made_by(call.id)
         answer = made[0].number if made else None
@@ -120,36 +124,55 @@ class Person:
         self.points.note("ask", call.tool, call=call.id, question=question, answer=answer)
         return answer
 
-    def decide(self, call: Call) -> bool:
-        """Approve or refuse a gated call. The approval desk makes sure this happens once per call."""
+    def asked_to_approve(self, call: Call) -> None:
+        """A gated call's question reaches the person: it counts, whether or not its answer is heard."""
+        self.points.guard("an approval asked of the person")
         self.approvals += 1
+
+    def decide(self, call: Call) -> bool:
+        """The person's decision on a gated call they were asked about."""
         return self.approves
 
 
+#: What the approval desk keeps across a crash: every question and decision, or nothing.
+DESK_MODES = ("remembers", "forgets")
+
+
 class ApprovalDesk:
-    """Where gated calls wait for the person. It outlives crashes and remembers decisions by key.
+    """Where gated calls wait for the person's decision.
 
     A process may die while the person is deciding (``approval-asked``) or after the decision and
-    before the loop saved it (``approval-decided``). Either way the restart comes back to the desk
-    with the same key and gets the same decision: the person is never asked to decide a call twice.
+    before the loop saved it (``approval-decided``). A desk that ``remembers`` (a ticketing queue)
+    keeps pending questions and decisions by key, so a restart that comes back with the same key
+    gets the same decision and the person is never asked twice. A desk that ``forgets`` (an
+    approval asked in a chat, which dies with the process) keeps nothing: only the loop's own saved
+    decision spares the person a second question.
     """
 
-    def __init__(self, points: Recorder, person: Person):
+    def __init__(self, points: Recorder, person: Person, mode: str = "remembers"):
+        if mode not in DESK_MODES:
+            raise ValueError(f"unknown desk mode {mode!r} (valid: {', '.join(DESK_MODES)})")
         self.points = points
         self.person = person
+        self.remembers = mode == "remembers"
         self._pending: set[str] = set()
         self._decided: dict[str, bool] = {}
 
     def approve(self, call: Call, key: str) -> bool:
+        self.points.guard("an approval requested")
         if key in self._decided:
             decision = self._decided[key]
             self.points.note("approval", call.tool, call=call.id, key=key, decided_now=False, approved=decision)
         else:
             if key not in self._pending:
-                self._pending.add(key)
+                self.person.asked_to_approve(call)
+                if self.remembers:
+                    self._pending.add(key)
                 self.points.note("approval-request", call.tool, call=call.id, key=key)
                 self.points.hit("approval-asked")  # the person is deciding; the process may die meanwhile
-            decision = self._decided[key] = self.person.decide(call)
+            decision = self.person.decide(call)
+            if self.remembers:
+                self._decided[key] = decision
             self._pending.discard(key)
             self.points.note("approval", call.tool, call=call.id, key=key, decided_now=True, approved=decision)
         self.points.hit("approval-decided")
@@ -166,6 +189,7 @@ class Model:
 
     def reply(self, turn: int) -> Turn:
         """The reply that opens `turn` (1-based)."""
+        self.points.guard("a model call made")
         self.calls += 1
         reply = self.job.turns[turn - 1]
         summary = f"answer {reply.answer!r}" if reply.is_final else " ".join(c.id for c in reply.calls)
@@ -183,7 +207,9 @@ class World:
     servers_died: set[str] = field(default_factory=set)
 
     @classmethod
-    def new(cls, job: Job, points: Recorder, tracker_mode: str = "keyed", approves: bool = True) -> World:
+    def new(
+        cls, job: Job, points: Recorder, tracker_mode: str = "keyed", approves: bool = True, desk: str = "remembers"
+    ) -> World:
         tracker = Tracker(points, tracker_mode)
         person = Person(points, tracker, approves)
-        return cls(tracker, person, ApprovalDesk(points, person), Model(points, job))
+        return cls(tracker, person, ApprovalDesk(points, person, desk), Model(points, job))

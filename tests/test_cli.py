@@ -20,7 +20,7 @@ def test_the_table_uses_the_books_names_and_heads(cli):
     assert code == 0
     lines = out.splitlines()
     heads = [cell.strip() for cell in lines[0].strip("|").split("|")]
-    assert heads == ["variant", "once", "twice", "with dups", "dups", "missing", "asks", "calls+"]
+    assert heads == ["variant", "once", "twice", "with dups", "dups", "missing", "wrong", "asks", "calls+"]
     assert "save once per turn" in lines[2] and "+ idempotency keys" in lines[3]
 
 
@@ -28,8 +28,8 @@ def test_csv_has_a_header_and_one_row_per_variant(cli):
     code, out, _ = cli("sweep", "--variant", "keys", "--format", "csv")
     assert code == 0
     assert out.splitlines() == [
-        "variant,name,once,twice,with_dups,dups,missing,asks,calls_plus",
-        "keys,+ idempotency keys,34,654,0,0,0,0,234",
+        "variant,name,once,twice,with_dups,dups,missing,wrong,asks,calls_plus",
+        "keys,+ idempotency keys,34,654,0,0,0,0,0,234",
     ]
 
 
@@ -72,8 +72,8 @@ def test_the_agent_sweep_and_its_own_errors(cli):
     code, out, _ = cli("sweep", "--loop", "agent", "--tracker", "keyed,lookup", "--format", "json")
     rows = json.loads(out)
     assert [r["variant"] for r in rows] == ["agent-keyed", "agent-lookup"]
-    assert set(rows[0]) == {"variant", "name", "points", "scenarios", "with_dups", "dups", "missing", "asks",
-                            "approvals", "calls_plus"}
+    assert set(rows[0]) == {"variant", "name", "points", "scenarios", "with_dups", "dups", "missing", "wrong",
+                            "asks", "approvals", "calls_plus"}
     code, _, err = cli("sweep", "--loop", "agent", "--tracker", "sometimes")
     assert code == 2 and "unknown tracker 'sometimes' (valid: all, keyed, keyless, lookup)" in err
     code, _, err = cli("sweep", "--job", "scenarios/approval.yaml")

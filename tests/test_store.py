@@ -7,8 +7,8 @@ from crashlab.job import Call
 from crashlab.points import Crash, Recorder
 from crashlab.store import FileStore, MemoryStore
 
-OLD = Checkpoint("run-1")
-NEW = OLD.with_turn(TurnRecord(1, (Call("A", "create_issue", {"title": "t", "body": "b"}),)))
+OLD = Checkpoint.new("run-1")
+NEW = OLD.with_turn(TurnRecord.reply(1, (Call("A", "create_issue", {"title": "t", "body": "b"}),)))
 
 
 def stores(tmp_path, points):
