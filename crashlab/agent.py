@@ -150,6 +150,8 @@ class AgentVariant:
     """The agent's loop against one kind of tracker: a row of the agent sweep."""
 
     tracker_mode: str
+    #: Whether the approval desk keeps questions and decisions across a crash (see world.ApprovalDesk).
+    desk: str = "remembers"
 
     @property
     def slug(self) -> str:

@@ -35,6 +35,8 @@ class Design:
 
     #: The chapter's tracker honours keys; the designs without keys simply never send one.
     tracker_mode = "keyed"
+    #: The chapter has no approvals; an approval desk that remembers is the neutral choice.
+    desk = "remembers"
 
     def loop(self, job: Job, world: World, store: Store, points: Recorder) -> DesignLoop:
         return DesignLoop(self, job, world, store, points)

@@ -34,6 +34,7 @@ class Variant(Protocol):
     slug: str
     name: str
     tracker_mode: str
+    desk: str
 
     def loop(self, job: Job, world: World, store: Store, points: Recorder): ...
 
@@ -133,7 +134,7 @@ def run_scenario(variant: Variant, job: Job, crashes: tuple[int, ...], store: St
     Process k dies at its ``crashes[k-1]``-th point; the process after the last crash runs to the end.
     """
     points = Recorder(crashes, scenario_id(variant.slug, crashes))
-    world = World.new(job, points, variant.tracker_mode)
+    world = World.new(job, points, variant.tracker_mode, desk=variant.desk)
     durable = store(points)
     for _ in range(len(crashes) + 1):
         points.start_process()

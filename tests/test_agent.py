@@ -1,14 +1,16 @@
 """The agent's own loop keeps its guarantees on every job, under every tracker, at every crash."""
 
+from dataclasses import dataclass
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from crashlab.agent import ASK, LOOKUP, RERUN, AgentLoop, ladder
+from crashlab.agent import ASK, LOOKUP, RERUN, AgentLoop, AgentVariant, ladder
 from crashlab.checkpoint import CheckpointError
 from crashlab.job import load_job
 from crashlab.points import Recorder
 from crashlab.store import FileStore
-from crashlab.sweep import AGENTS, memory_stores, run_scenario, sweep_variant
+from crashlab.sweep import AGENTS, file_stores, memory_stores, run_scenario, sweep_variant
 from crashlab.tools import ToolSpec, toolbox
 from crashlab.world import World
 
@@ -154,10 +156,61 @@ def test_a_corrupt_checkpoint_stops_the_loop_instead_of_starting_over(tmp_path):
     assert world.model.calls == 3 and len(world.tracker.records) == 3  # nothing was done again
 
 
-def test_the_file_store_gives_the_agent_the_identical_table():
-    from crashlab.sweep import file_stores
-
+def test_the_file_store_gives_the_agent_the_identical_outcome_in_every_scenario():
     job = load_job(SCENARIOS / "approval.yaml")
+    agent = AGENTS["agent-keyless"]  # the tracker with the most to lose: asks, approvals, every rung
     with file_stores() as files:
-        on_disk = [sweep_variant(agent, job, files).row() for agent in AGENTS.values()]
-    assert on_disk == [sweep_variant(agent, job, memory_stores()).row() for agent in AGENTS.values()]
+        on_disk = sweep_variant(agent, job, files).scenarios
+    in_memory = sweep_variant(agent, job, memory_stores()).scenarios
+    assert [(s.id, s.outcome, s.hits, s.saves) for s in on_disk] == [
+        (s.id, s.outcome, s.hits, s.saves) for s in in_memory
+    ]
+
+
+class ForgetsToSaveApprovals(AgentLoop):
+    """The agent's loop without its approval save: it asks the desk every time."""
+
+    def approved(self, call):
+        return self.world.desk.approve(call, self.key(call))
+
+
+@dataclass(frozen=True)
+class Careless(AgentVariant):
+    def loop(self, job, world, store, points):
+        return ForgetsToSaveApprovals(job, world, store, points, toolbox(self.tracker_mode), lambda: "run")
+
+
+def asked_again(variant, job):
+    """The scenarios whose person was asked more approvals than the job has gates, run again for their story."""
+    gated = sum(c.needs_approval for c in job.calls)
+    sweep = sweep_variant(variant, job, memory_stores()).scenarios
+    return [run_scenario(variant, job, s.crashes, memory_stores()) for s in sweep if s.outcome.approvals > gated]
+
+
+def died_at_the_gate(run):
+    """Some process died after a question was put and before its decision was saved: no save can help there."""
+    for crash in run.points.crashes():
+        labels = [e.label for e in run.points.points(crash.process)]
+        asked = [k for k, label in enumerate(labels) if label == "approval-asked"]
+        if asked and "approval-saved" not in labels[asked[-1]:]:
+            return True
+    return False
+
+
+def test_with_a_desk_that_forgets_only_a_death_at_the_gate_asks_twice():
+    job = load_job(SCENARIOS / "approval.yaml")
+    again = asked_again(AgentVariant("keyed", desk="forgets"), job)
+    assert again and all(died_at_the_gate(run) for run in again)
+    assert asked_again(AgentVariant("keyed"), job) == []  # a desk that remembers spares even those
+
+
+def test_the_approval_save_is_what_spares_the_person_a_second_question():
+    job = load_job(SCENARIOS / "approval.yaml")
+    careless = asked_again(Careless("keyed", desk="forgets"), job)
+    careful = asked_again(AgentVariant("keyed", desk="forgets"), job)
+    assert len(careless) > len(careful)
+    def after_the_gate(run):  # one crash, at a point the careful loop reaches with its decision durable
+        return [e.label for e in run.points.crashes()] in (["marker-saved"], ["accepted"])
+
+    assert not any(map(after_the_gate, careful))
+    assert any(map(after_the_gate, careless))

@@ -1,5 +1,7 @@
 """Stores: a save is temp-then-rename, so a crash at `temp` leaves the old checkpoint durable."""
 
+import json
+
 import pytest
 
 from crashlab.checkpoint import FORMAT, Checkpoint, CheckpointError, TurnRecord
@@ -43,16 +45,61 @@ def test_an_empty_store_loads_nothing(tmp_path):
     assert MemoryStore(Recorder()).load() is None
 
 
-def test_the_file_store_round_trips_every_field(tmp_path):
-    checkpoint = (
-        NEW.with_marker("A").with_decision("A", "rerun").with_result("A", 7).with_turn_closed().with_answer("done")
-    )
+GATED = Call("B", "create_issue", {"title": "t", "body": "b"}, fails_after_accept=True, needs_approval=True)
+SEARCH = Call("S", "search", {"query": "t"})
+EVERY_FIELD = (
+    NEW.with_marker("A").with_decision("A", "rerun").with_result("A", 7).with_turn_closed()
+    .with_turn(TurnRecord.reply(2, (GATED, SEARCH))).with_approval("B", False).with_result("B", "refused by the person")
+    .with_result("S", [7]).with_marker("S").with_decision("S", "lookup").with_turn_closed().with_answer("done")
+)
+
+
+@pytest.mark.parametrize("kind", [0, 1], ids=["memory", "files"])
+def test_both_stores_round_trip_every_field(tmp_path, kind):
+    points = Recorder()
+    points.start_process()
+    store = stores(tmp_path, points)[kind]
+    store.save(EVERY_FIELD)
+    assert store.load() == EVERY_FIELD
+    loaded = store.load().turns[1]
+    assert (loaded.calls[0].fails_after_accept, loaded.calls[0].needs_approval) == (True, True)
+    assert (loaded.approvals, loaded.results["S"], loaded.decisions) == ({"B": False}, [7], {"S": "lookup"})
+
+
+def test_the_file_store_leaves_no_temp_file(tmp_path):
     points = Recorder()
     points.start_process()
     store = FileStore(tmp_path, points, fsync=True)
-    store.save(checkpoint)
-    assert store.load() == checkpoint
-    assert not store.temp.exists()
+    store.save(EVERY_FIELD)
+    assert store.load() == EVERY_FIELD and not store.temp.exists()
+
+
+@pytest.mark.parametrize("kind", [0, 1], ids=["memory", "files"])
+def test_the_store_keeps_what_was_saved_not_the_object_the_loop_holds(tmp_path, kind):
+    points = Recorder()
+    points.start_process()
+    store = stores(tmp_path, points)[kind]
+    held = NEW.with_result("A", 1)
+    store.save(held)
+    held.turns[0].results["A"] = 99  # the loop edits its own copy after the save
+    assert store.load().turns[0].results == {"A": 1}
+
+
+def with_field(path, value):
+    """A valid checkpoint file with one field (a dotted path into its JSON) replaced."""
+    data = json.loads(EVERY_FIELD.to_json())
+    *parents, last = path.split(".")
+    target = data
+    for part in parents:
+        target = target[int(part)] if part.isdigit() else target[part]
+    if value is DELETE:
+        del target[last]
+    else:
+        target[last] = value
+    return json.dumps(data)
+
+
+DELETE = object()
 
 
 @pytest.mark.parametrize(
@@ -60,13 +107,30 @@ def test_the_file_store_round_trips_every_field(tmp_path):
     [
         ('{"format": 1, "run": "r", "tur', "corrupt or truncated"),
         ("", "corrupt or truncated"),
+        ("\xff\xfe", "corrupt or truncated"),
+        ("[]", "not a crashlab checkpoint"),
         ('{"run": "r"}', "no format version"),
+        ('{"format": true, "run": "r", "turns": [], "answer": null}', r"no format version.*\$\.format"),
         (f'{{"format": {FORMAT + 1}, "run": "r", "turns": [], "answer": null}}', "newer than this crashlab reads"),
-        ('{"format": 1, "run": "r"}', "missing or mangles a field"),
+        ('{"format": 0, "run": "r", "turns": [], "answer": null}', "not one this crashlab wrote"),
+        ('{"format": 1, "run": "r"}', "missing or mangles a field.*turns"),
+        (with_field("turns.0.markers", "AB"), r"mangles a field.*\$\.turns\[0\]\.markers"),
+        (with_field("turns.0.results", []), r"mangles a field.*\$\.turns\[0\]\.results"),
+        (with_field("turns.0.results", {"A": True}), r"mangles a field.*\$\.turns\[0\]\.results"),
+        (with_field("turns.0.results", {"A": 0}), r"mangles a field.*\$\.turns\[0\]\.results"),
+        (with_field("turns.0.decisions", {"A": "guess"}), r"mangles a field.*\$\.turns\[0\]\.decisions"),
+        (with_field("turns.0.closed", "yes"), r"mangles a field.*\$\.turns\[0\]\.closed"),
+        (with_field("turns.0.approvals", DELETE), "mangles a field.*approvals"),
+        (with_field("turns.0.number", 2), r"inconsistent.*turns\[0\]\.number is 2, expected 1"),
+        (with_field("turns.0.closed", False), r"inconsistent.*turns\[0\] is open but is not the last turn"),
+        (with_field("turns.1.closed", False), "inconsistent.*finished but its last turn is open"),
+        (with_field("turns.0.results", {"Z": 1}), "inconsistent.*results names 'Z'"),
+        (with_field("turns.1.markers", ["A"]), "inconsistent.*markers names 'A'"),
+        (with_field("surprise", 1), "mangles a field.*surprise"),
     ],
 )
 def test_a_bad_checkpoint_file_is_refused_never_started_over(tmp_path, text, problem):
     store = FileStore(tmp_path, Recorder())
-    store.path.write_text(text)
+    store.path.write_text(text, encoding="latin-1")
     with pytest.raises(CheckpointError, match=problem):
         store.load()

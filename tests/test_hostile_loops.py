@@ -1,0 +1,205 @@
+"""Loops that try to cheat death are caught: each one fails its scenario with a harness error that says why.
+
+A SIGKILL runs no handler, no ``finally`` and no ``__exit__``, and leaves only what was durable.
+These loops each break that in one way. The harness must refuse to count them, on either store,
+and say which scenario broke which rule, and where.
+"""
+
+import random
+from dataclasses import dataclass
+
+import pytest
+
+from crashlab.designs import DESIGNS, DesignLoop
+from crashlab.points import Crash, HarnessError
+from crashlab.sweep import memory_stores, plan, run_scenario, stores, sweep_variant
+
+AFTER_REPLY = DESIGNS["after-reply"]
+
+
+@dataclass(frozen=True)
+class Hostile:
+    """A variant of the after-reply design whose process is a hostile subclass of its loop."""
+
+    slug: str
+    loop_class: type
+    name: str = "hostile"
+    tracker_mode: str = "keyed"
+    desk: str = "remembers"
+
+    def loop(self, job, world, store, points):
+        return self.loop_class(AFTER_REPLY, job, world, store, points)
+
+    def refuses(self, job):
+        return None
+
+
+class RetriesOnAnyError(DesignLoop):
+    """Retries a failed call on any Exception: it must not catch its own death."""
+
+    def make_call(self, call, results):
+        for _ in range(3):
+            try:
+                return super().make_call(call, results)
+            except Exception:
+                continue
+        raise RuntimeError("gave up")
+
+
+class SwallowsItsCrash(DesignLoop):
+    """Catches everything around a call, its crash too, and carries on as if the call returned."""
+
+    def make_call(self, call, results):
+        try:
+            return super().make_call(call, results)
+        except BaseException:
+            return 0
+
+
+class ReturnsAfterItsCrash(DesignLoop):
+    def run(self):
+        try:
+            super().run()
+        except BaseException:
+            return
+
+
+class SavesInFinally(DesignLoop):
+    """Saves whatever it holds on the way out, as a careful-looking loop might."""
+
+    def run(self):
+        try:
+            super().run()
+        finally:
+            self.save()
+
+
+class MutatesInPlace(DesignLoop):
+    """Writes each result into the checkpoint it already saved, then saves it again."""
+
+    def save_result(self, call, result):
+        self.checkpoint.turns[-1].results[call.id] = result
+        self.save()
+        self.points.hit("result-saved")
+
+
+class SavesTheWrongResult(DesignLoop):
+    """Saves the record after the one the tracker returned: every later reference goes astray."""
+
+    def make_call(self, call, results):
+        result = super().make_call(call, results)
+        return result + 1 if call.changes else result
+
+
+_coin = random.Random(7)
+
+
+class Nondeterministic(DesignLoop):
+    """Sometimes saves twice at the start: the same durable state, a different path."""
+
+    def resume(self):
+        if _coin.random() < 0.5:
+            self.save()
+        super().resume()
+
+
+class NeverFinishes(DesignLoop):
+    def run(self):
+        self.store.load()
+
+
+class FakesItsCrash(DesignLoop):
+    def run(self):
+        raise Crash("temp", 1)
+
+
+@pytest.fixture(params=["memory", "files"])
+def store(request):
+    with stores(request.param) as factory:
+        yield factory
+
+
+def outcomes(variant, job, store):
+    return {s.id.split(":", 1)[1]: s.outcome for s in sweep_variant(variant, job, store).scenarios}
+
+
+def test_a_retry_on_any_error_does_not_survive_its_own_death(triage, store):
+    """Crash is a BaseException: the retry never sees it, and the table is after-reply's, scenario by scenario."""
+    assert outcomes(Hostile("retries", RetriesOnAnyError), triage, store) == outcomes(AFTER_REPLY, triage, store)
+
+
+def test_a_loop_that_swallows_its_crash_and_goes_on_is_caught_at_its_next_act(triage, store):
+    accepted = [e.label for e in run_scenario(AFTER_REPLY, triage, (), store).points.points(1)].index("accepted") + 1
+    with pytest.raises(HarnessError) as error:
+        run_scenario(Hostile("swallows", SwallowsItsCrash), triage, (accepted,), store)
+    message = str(error.value)
+    assert message.startswith(f"swallows:{accepted}: a checkpoint written after the crash of process 1 at its point")
+    assert "(accepted)" in message and "crashlab/loop.py" in message
+
+
+def test_a_loop_that_returns_after_its_crash_is_caught(triage, store):
+    with pytest.raises(HarnessError, match=r"returns:5: process 1 died at its point 5 \(renamed\) but its loop "
+                                           r"returned: it caught its own Crash"):
+        run_scenario(Hostile("returns", ReturnsAfterItsCrash), triage, (5,), store)
+
+
+def test_a_save_in_finally_is_refused_as_written_after_the_crash(triage, store):
+    with pytest.raises(HarnessError) as error:
+        run_scenario(Hostile("finally", SavesInFinally), triage, (6,), store)
+    message = str(error.value)
+    assert "finally:6: a checkpoint written after the crash of process 1 at its point 6" in message
+    assert "test_hostile_loops.py" in message and "in run" in message  # the line of the finally
+
+
+def test_nothing_a_dead_process_tried_became_durable(triage, store):
+    """The refused save wrote nothing: the store holds what it held at the crash."""
+    baseline = run_scenario(AFTER_REPLY, triage, (6,), store)
+    before = [e for e in baseline.points.events if e.process == 1 and e.kind == "save"]
+    hostile = Hostile("finally", SavesInFinally)
+    points = []
+    with pytest.raises(HarnessError):
+        run_scenario(hostile, triage, (6,), lambda p: points.append(p) or store(p))
+    assert [e.detail for e in points[0].events if e.kind == "save"] == [e.detail for e in before]
+
+
+def test_a_loop_that_edits_its_saved_checkpoint_in_place_gets_the_same_table_on_both_stores(triage, store):
+    """The store keeps the bytes, not the object: an in-place edit after a save is the loop's own business."""
+    assert outcomes(Hostile("mutates", MutatesInPlace), triage, store) == outcomes(AFTER_REPLY, triage, store)
+
+
+def test_a_result_that_names_the_wrong_record_is_counted_wrong(triage, store):
+    run = run_scenario(Hostile("wrong", SavesTheWrongResult), triage, (), store)
+    assert run.outcome(triage, 3).wrong == ("A", "B", "C")  # C comments on B's issue, which it never meant
+    assert sweep_variant(AFTER_REPLY, triage, store).row().wrong == 0
+
+
+def test_a_nondeterministic_loop_is_reported_not_counted(triage, store):
+    with pytest.raises(HarnessError, match=r"^nondeterministic(:\d+)*: the loop is not deterministic: process \d "
+                                           r"passed '\w[\w-]*' \(.*\) at its point \d+, where .* passed"):
+        plan(Hostile("nondeterministic", Nondeterministic), triage, store)
+
+
+def test_a_loop_that_never_finishes_is_caught(triage, store):
+    with pytest.raises(HarnessError, match=r"^never: process 1 returned, but the run is not finished"):
+        run_scenario(Hostile("never", NeverFinishes), triage, (), store)
+
+
+def test_a_loop_that_raises_crash_itself_is_caught(triage, store):
+    with pytest.raises(HarnessError, match="raised Crash without reaching a crash point of its own"):
+        run_scenario(Hostile("fakes", FakesItsCrash), triage, (), store)
+
+
+@pytest.mark.parametrize("crashes", [(999,), (6, 999), (999, 5)])
+def test_a_crash_that_never_happens_fails_the_scenario(triage, store, crashes):
+    with pytest.raises(HarnessError, match=r"never reached its crash point 999"):
+        run_scenario(AFTER_REPLY, triage, crashes, store)
+
+
+def test_every_crash_of_every_sound_scenario_happened_where_it_was_asked(triage):
+    """The converse: in every design's double crashes, process k dies at exactly its k-th crash point."""
+    for design in DESIGNS.values():
+        sweep = plan(design, triage, memory_stores())
+        for i, restart in enumerate(sweep.restarts, start=1):
+            for j in range(1, len(restart) + 1, 5):
+                run = run_scenario(design, triage, (i, j), memory_stores())
+                assert [(e.process, e.index) for e in run.points.crashes()] == [(1, i), (2, j)]
