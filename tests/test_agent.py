@@ -3,7 +3,7 @@
 from dataclasses import dataclass
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 
 from crashlab.agent import ASK, LOOKUP, RERUN, AgentLoop, AgentVariant, ladder
 from crashlab.checkpoint import CheckpointError
@@ -41,7 +41,6 @@ def test_the_guarantees_hold_on_every_shipped_job(name):
         assert rows["keyless"].asks > 0  # the keyless tracker is the one that costs the person
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(jobs(max_calls=2, harder=True))
 def test_the_guarantees_hold_on_generated_jobs(job):
     check_guarantees(job)

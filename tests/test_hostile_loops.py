@@ -9,10 +9,13 @@ import random
 from dataclasses import dataclass
 
 import pytest
+from hypothesis import given
 
 from crashlab.designs import DESIGNS, DesignLoop
 from crashlab.points import Crash, HarnessError
 from crashlab.sweep import memory_stores, plan, run_scenario, stores, sweep_variant
+
+from .strategies import jobs
 
 AFTER_REPLY = DESIGNS["after-reply"]
 
@@ -203,3 +206,11 @@ def test_every_crash_of_every_sound_scenario_happened_where_it_was_asked(triage)
             for j in range(1, len(restart) + 1, 5):
                 run = run_scenario(design, triage, (i, j), memory_stores())
                 assert [(e.process, e.index) for e in run.points.crashes()] == [(1, i), (2, j)]
+
+
+@given(jobs())
+def test_on_any_job_a_crash_is_not_caught_and_an_edit_in_place_is_not_saved(job):
+    """What a hostile loop tries is without effect on any job, scenario by scenario."""
+    expected = outcomes(AFTER_REPLY, job, memory_stores())
+    assert outcomes(Hostile("retries", RetriesOnAnyError), job, memory_stores()) == expected
+    assert outcomes(Hostile("mutates", MutatesInPlace), job, memory_stores()) == expected

@@ -1,6 +1,9 @@
 """The chapter's Key: SHA-256 over length-prefixed run and call, first 16 bytes in lowercase hex."""
 
 import hashlib
+import os
+import subprocess
+import sys
 
 from crashlab.keys import key
 
@@ -27,6 +30,10 @@ def test_the_boundary_between_run_and_call_matters():
     assert key("ab", "c") != key("a", "bc")
 
 
-def test_every_retry_carries_the_same_key_and_calls_never_share_one():
-    assert key("run-1", "A") == key("run-1", "A")
+def test_no_two_calls_share_a_key_and_a_retry_in_a_new_process_carries_the_same_one():
     assert len({key("run-1", c) for c in "ABCS"} | {key("run-2", "A")}) == 5
+    retried = subprocess.run(
+        [sys.executable, "-c", "from crashlab.keys import key; print(key('run-1', 'A'))"],
+        capture_output=True, text=True, check=True, env={**os.environ, "PYTHONHASHSEED": "12345"},
+    )
+    assert retried.stdout.strip() == key("run-1", "A")  # no per-process salt, as Python's hash() has

@@ -3,7 +3,7 @@
 from dataclasses import astuple
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 
 from crashlab import report
 from crashlab.designs import DESIGNS
@@ -63,7 +63,6 @@ def test_the_invariants_hold_on_every_shipped_job(name):
         assert rows["after-reply"].dups > 0 and rows["per-turn"].dups > 0
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(jobs())
 def test_the_invariants_hold_on_generated_jobs(job):
     check_invariants(job)
