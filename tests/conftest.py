@@ -5,7 +5,7 @@ import pytest
 from crashlab.job import load_job
 
 ROOT = Path(__file__).resolve().parent.parent
-SCENARIOS = ROOT / "scenarios"
+SCENARIOS = ROOT / "crashlab" / "jobs"
 
 
 @pytest.fixture(scope="session")

@@ -47,7 +47,7 @@ def test_bad_input_is_one_line_and_exit_2(cli, tmp_path):
     broken = tmp_path / "broken.yaml"
     broken.write_text("name: [unclosed\n")
     cases = {
-        ("sweep", "--variant", "nope"): "unknown variant 'nope' (valid: all, per-turn, after-reply, keys, markers, keys-markers)",
+        ("sweep", "--variant", "nope"): "unknown variant 'nope' (valid: all, per-turn, after-reply, keys, markers, keys-markers, agent-keyed, agent-keyless, agent-lookup)",
         ("sweep", "--job", "absent.yaml"): "absent.yaml: no such job file",
         ("sweep", "--job", str(broken)): "invalid YAML",
         ("sweep", "--store", "disk"): "'disk' is not one of 'memory', 'files'",
@@ -76,13 +76,13 @@ def test_the_agent_sweep_and_its_own_errors(cli):
                             "approvals", "calls_plus"}
     code, _, err = cli("sweep", "--loop", "agent", "--tracker", "sometimes")
     assert code == 2 and "unknown tracker 'sometimes' (valid: all, keyed, keyless, lookup)" in err
-    code, _, err = cli("sweep", "--job", "scenarios/approval.yaml")
+    code, _, err = cli("sweep", "--job", "approval")
     assert code == 2 and "only the agent's own loop handles: use --loop agent" in err
 
 
 def test_no_progress_bar_leaks_into_output_for_scripts(cli):
     for fmt in ("json", "csv"):
-        code, out, err = cli("sweep", "--store", "files", "--format", fmt)
+        code, out, err = cli("sweep", "--format", fmt)
         assert code == 0 and err == ""
         assert out.startswith("[" if fmt == "json" else "variant,")
 
@@ -96,7 +96,7 @@ def test_an_unwritable_out_is_one_line_and_exit_2(cli, tmp_path):
 
 def test_a_design_refuses_the_harder_jobs_in_every_command(cli):
     for command in (("sweep", "--variant", "keys"), ("points", "keys"), ("explain", "keys:3"), ("plot",)):
-        code, out, err = cli(*command, "--job", "scenarios/server-dies.yaml")
+        code, out, err = cli(*command, "--job", "server-dies")
         assert (code, out, err.count("\n")) == (2, "", 1), command
         assert "only the agent's own loop handles" in err and "Traceback" not in err
-    assert cli("explain", "agent-keyed:3", "--job", "scenarios/server-dies.yaml")[0] == 0
+    assert cli("explain", "agent-keyed:3", "--job", "server-dies")[0] == 0
