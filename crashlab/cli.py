@@ -359,7 +359,7 @@ def terminate(signum: int, frame) -> None:
 
 def main() -> None:
     """Run the CLI so that every usage error, too, is a single line on stderr with exit code 2."""
-    signal.signal(signal.SIGTERM, terminate)
+    previous = signal.signal(signal.SIGTERM, terminate)
     try:
         code = cli.main(standalone_mode=False)
     except click.exceptions.Abort:
@@ -368,4 +368,10 @@ def main() -> None:
     except click.ClickException as error:
         click.echo(f"crashlab: error: {' '.join(error.format_message().split())}", err=True)
         code = error.exit_code
+    finally:
+        signal.signal(signal.SIGTERM, previous)  # a caller (a test, an embedding program) gets its own back
     sys.exit(code or 0)
+
+
+if __name__ == "__main__":
+    main()

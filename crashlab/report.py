@@ -117,6 +117,9 @@ class PendingResults:
         if self.out.exists() and not self.out.is_dir():
             raise ResultsError(f"cannot write results to {out}: it exists and is not a directory")
         parent = self.out.absolute().parent
+        blocker = next((p for p in (parent, *parent.parents) if p.exists()), None)
+        if blocker is not None and not blocker.is_dir():
+            raise ResultsError(f"cannot write results to {out}: {blocker} is not a directory")
         try:
             parent.mkdir(parents=True, exist_ok=True)
             self.temp = Path(tempfile.mkdtemp(prefix=f".{self.out.absolute().name}.", suffix=".tmp", dir=parent))
