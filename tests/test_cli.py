@@ -2,6 +2,8 @@
 
 import json
 
+import pytest
+
 from crashlab.designs import DESIGNS
 
 
@@ -100,3 +102,38 @@ def test_a_design_refuses_the_harder_jobs_in_every_command(cli):
         assert (code, out, err.count("\n")) == (2, "", 1), command
         assert "only the agent's own loop handles" in err and "Traceback" not in err
     assert cli("explain", "agent-keyed:3", "--job", "server-dies")[0] == 0
+
+
+def test_plot_writes_the_format_its_extension_names(cli, tmp_path):
+    pytest.importorskip("matplotlib")
+    for name, magic in (("sweep.svg", b"<?xml"), ("sweep.pdf", b"%PDF"), ("sweep.PNG", b"\x89PNG")):
+        code, out, _ = cli("plot", "--variant", "keys", "--job", "read-only", "--out", str(tmp_path / name))
+        assert code == 0 and out == f"wrote {tmp_path / name}\n"
+        assert (tmp_path / name).read_bytes().startswith(magic), name
+
+
+def test_jobs_lists_the_shipped_jobs_for_people_and_scripts(cli):
+    code, out, _ = cli("jobs", "--format", "json")
+    listed = json.loads(out)
+    assert code == 0 and [j["name"] for j in listed][:2] == ["approval", "one-per-turn"]
+    assert {"name": "triage", "calls": 4,
+            "description": "the chapter's job: two issues, a search, a comment on the first issue"} in listed
+    code, out, _ = cli("jobs")
+    assert out.splitlines()[0].split() == ["job", "calls", "description"] and len(out.splitlines()) == 7
+
+
+def test_points_lines_stay_within_the_terminal_width_however_long_the_job(cli, tmp_path, monkeypatch):
+    """Output linear in the points: no line is padded to the widest checkpoint, each is cut at the width."""
+    calls = ", ".join(f"{{id: S{k}, tool: search, args: {{query: q}}}}" for k in range(200))
+    (tmp_path / "wide.yaml").write_text(f"name: many\nturns:\n  - calls: [{calls}]\n  - answer: a\n")
+    monkeypatch.setenv("COLUMNS", "100")
+    code, out, _ = cli("points", "keys", "--job", str(tmp_path / "wide.yaml"))
+    lines = out.splitlines()
+    assert code == 0 and len(lines) > 600 and max(map(len, lines)) == 100
+    assert lines[1].split() == ["1", "temp", "#1", "start", "nothing", "|", "-"]  # short lines are not padded
+    assert lines[-1].endswith("…")
+
+
+def test_crashlab_alone_prints_its_help(cli):
+    code, out, err = cli()
+    assert (code, err) == (0, "") and out.startswith("Usage: crashlab") and "crashlab schema" in out
