@@ -131,11 +131,7 @@ def load_job(path: str | Path, source: str | None = None) -> Job:
     """
     source = str(path) if source is None else source
     data = read_bytes(path, source)
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise JobError(f"{source}: not UTF-8 text (byte {data[error.start]:#04x} at offset {error.start})") from None
-    parsed = parse_yaml(text, source)
+    parsed = parse_yaml(utf8(data, source), source)
     job = parse_job(parsed, source)
     return replace(job, sha256=hashlib.sha256(data).hexdigest())
 
@@ -169,6 +165,14 @@ def read_bytes(path: str | Path, source: str, what: str = "job file",
     if len(data) > limit:
         raise error(f"{source}: larger than {limit >> 20} MiB, the most a {what} may be")
     return data
+
+
+def utf8(data: bytes, source: str, error: type[ValueError] = JobError) -> str:
+    """`data` as UTF-8 text, or `error` naming the first byte that is not."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as problem:
+        raise error(f"{source}: not UTF-8 text (byte {data[problem.start]:#04x} at offset {problem.start})") from None
 
 
 class JobLoader(yaml.SafeLoader):

@@ -21,7 +21,7 @@ from typing import Any
 from tabulate import tabulate
 
 from . import __version__
-from .job import Job, read_bytes, shown
+from .job import Job, read_bytes, shown, utf8
 from .sweep import Row, ScenarioResult
 
 Columns = tuple[tuple[str, str], ...]
@@ -203,10 +203,7 @@ def read_golden(path: str | Path) -> dict[str, dict[str, int]]:
     one of the tables' (KNOWN_HEADS), named once; every row once; every cell ASCII digits.
     """
     data = read_bytes(path, str(path), what="golden file", error=GoldenError, limit=MAX_GOLDEN_BYTES)
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise GoldenError(f"{path}: not UTF-8 text (byte {data[error.start]:#04x} at offset {error.start})") from None
+    text = utf8(data, str(path), GoldenError)
     lines = [line.strip() for line in text.splitlines()]
     rows = [[cell.strip() for cell in line.strip("|").split("|")] for line in lines if line.startswith("|")]
     rows = [row for row in rows if not all(set(cell) <= set(":-") for cell in row)]
