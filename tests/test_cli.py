@@ -106,7 +106,7 @@ def test_a_design_refuses_the_harder_jobs_in_every_command(cli):
 
 def test_plot_writes_the_format_its_extension_names(cli, tmp_path):
     pytest.importorskip("matplotlib")
-    for name, magic in (("sweep.svg", b"<?xml"), ("sweep.pdf", b"%PDF"), ("sweep.PNG", b"\x89PNG")):
+    for name, magic in (("sweep.svg", b"<?xml"), ("sweep.PDF", b"%PDF")):  # PNG: tests/test_plot.py
         code, out, _ = cli("plot", "--variant", "keys", "--job", "read-only", "--out", str(tmp_path / name))
         assert code == 0 and out == f"wrote {tmp_path / name}\n"
         assert (tmp_path / name).read_bytes().startswith(magic), name
