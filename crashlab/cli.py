@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import shlex
+import shutil
+import signal
 import sys
 from pathlib import Path
 
@@ -14,12 +16,17 @@ from tqdm import tqdm
 from . import explain as explaining
 from . import report
 from .designs import DESIGNS
-from .job import Job, JobError, load_job
+from .job import Job, JobError, find_job, shipped_jobs, shown
+from .points import HarnessError
 from .store import STORE_KINDS
-from .sweep import AGENTS, StoreFactory, Variant, VariantSweep, finish, memory_stores, plan, run_scenario, stores
+from .sweep import AGENTS, VARIANTS, StoreFactory, Variant, VariantSweep, finish, memory_stores, plan, run_scenario, stores
 from .world import TRACKER_MODES
 
-DEFAULT_JOB = "scenarios/triage.yaml"
+DEFAULT_JOB = "triage"
+#: `--loop`: the loops crashlab sweeps, each with its variants (every slug is a key of VARIANTS).
+LOOPS: dict[str, dict[str, Variant]] = {"designs": DESIGNS, "agent": AGENTS}
+#: `plot --out`: the picture formats, by file extension (crashlab.plot.FORMATS, which imports matplotlib).
+PLOT_FORMATS = ("png", "pdf", "svg")
 
 #: `sweep --list KIND`: which scenarios to list, by what their outcome shows.
 LISTS = {
@@ -36,22 +43,52 @@ class Failure(click.ClickException):
     exit_code = 2
 
 
-def open_job(path: str) -> Job:
+def open_job(spec: str) -> Job:
+    """The job `--job` names: a shipped job by name, or a file by path."""
     try:
-        return load_job(path)
+        return find_job(spec)
     except JobError as error:
         raise Failure(str(error)) from None
 
 
-def pick(spec: str, choices: dict, what: str) -> list:
-    """`all`, or a comma-separated list of names from `choices`."""
-    if spec == "all":
-        return list(choices.values())
-    names = [name.strip() for name in spec.split(",")]
-    for name in names:
-        if name not in choices:
-            raise Failure(f"unknown {what} {name!r} (valid: all, {', '.join(choices)})")
-    return [choices[name] for name in names]
+def names(spec: str, valid: dict, what: str) -> list[str]:
+    """A comma-separated list of names from `valid`, each named once."""
+    chosen = [name.strip() for name in spec.split(",")]
+    for k, name in enumerate(chosen):
+        if name not in valid:
+            raise Failure(f"unknown {what} {shown(name)} (valid: all, {', '.join(valid)})")
+        if name in chosen[:k]:
+            raise Failure(f"{what} {name!r} is named twice in {shown(spec)}")
+    return chosen
+
+
+def choose_variants(loop: str | None, variant: str | None, tracker: str | None) -> list[Variant]:
+    """The variants a command runs: one vocabulary, VARIANTS' slugs, whatever the options say.
+
+    `--variant` names variants of any loop; `--loop` (designs by default) says whose variants `all`
+    means, and `--tracker MODE` is shorthand for `--variant agent-MODE`. Combinations that contradict
+    each other are refused rather than one of them ignored.
+    """
+    if variant is not None and tracker is not None:
+        raise Failure("give --variant or --tracker, not both (--tracker MODE is short for --variant agent-MODE)")
+    if tracker is not None:
+        if loop == "designs":
+            raise Failure("--tracker chooses the agent loop's trackers; the designs have none (drop --loop designs)")
+        modes = list(TRACKER_MODES) if tracker == "all" else names(tracker, dict.fromkeys(TRACKER_MODES), "tracker")
+        return [AGENTS[f"agent-{mode}"] for mode in modes]
+    if variant is None or variant == "all":
+        return list(LOOPS[loop or "designs"].values())
+    chosen = [VARIANTS[slug] for slug in names(variant, VARIANTS, "variant")]
+    if loop is not None:
+        strangers = [v.slug for v in chosen if v.slug not in LOOPS[loop]]
+        if strangers:
+            raise Failure(f"--loop {loop} has no variant {strangers[0]!r} (its variants: {', '.join(LOOPS[loop])})")
+    return chosen
+
+
+def columns_for(variants: list[Variant]) -> report.Columns:
+    """The book's columns when every variant is a design, else the agent table's."""
+    return report.DESIGN_COLUMNS if all(v.slug in DESIGNS for v in variants) else report.AGENT_COLUMNS
 
 
 def check_handles(job: Job, variants: list[Variant]) -> None:
@@ -73,13 +110,32 @@ def sweep_all(variants: list[Variant], job: Job, store: StoreFactory) -> list[Va
 
 
 job_option = click.option(
-    "--job", "job_path", default=DEFAULT_JOB, show_default=True, metavar="FILE", help="The scripted job (YAML)."
+    "--job", "job_spec", default=DEFAULT_JOB, show_default=True, metavar="NAME|FILE",
+    help="The scripted job: a shipped job's name (see `crashlab jobs`) or a YAML file. A value that is an "
+         "existing file, holds a '/' or ends in .yaml is a path.",
 )
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def variant_options(command):
+    """--loop, --variant and --tracker: one vocabulary of variants, shared by every command that sweeps."""
+    command = click.option(
+        "--tracker", metavar="all|MODE[,MODE...]",
+        help=f"Short for --variant agent-MODE: the agent's loop against trackers {', '.join(TRACKER_MODES)}.",
+    )(command)
+    command = click.option(
+        "--variant", metavar="all|SLUG[,SLUG...]",
+        help=f"Which variants, each named once: {', '.join(VARIANTS)}. [default: all of --loop]",
+    )(command)
+    return click.option(
+        "--loop", type=click.Choice(list(LOOPS)),
+        help="Whose variants 'all' means: the chapter's five designs, or crashlab's own agent loop. [default: designs]",
+    )(command)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]}, invoke_without_command=True)
 @click.version_option(package_name="crashlab")
-def cli() -> None:
+@click.pass_context
+def cli(ctx: click.Context) -> None:
     """Crash-test an agent's tool-calling loop at every point it can die.
 
     crashlab runs a scripted job once, records every crash point, then crashes the loop at each one,
@@ -92,28 +148,30 @@ def cli() -> None:
     crashlab explain after-reply:6      one scenario's story, process by process
     crashlab points after-reply         the crash points of the uninterrupted run
     crashlab sweep --loop agent         the agent's own loop against three kinds of tracker
+    crashlab jobs                       the shipped jobs, for --job NAME
+    crashlab schema                     the job file's JSON Schema, for editors
     """
+    if ctx.invoked_subcommand is None:
+        click.echo(ctx.get_help())
 
 
 @cli.command()
 @job_option
-@click.option("--loop", type=click.Choice(["designs", "agent"]), default="designs", show_default=True,
-              help="Sweep the chapter's five designs, or crashlab's own agent loop.")
-@click.option("--variant", default="all", show_default=True, metavar="all|SLUG[,SLUG...]",
-              help=f"With --loop designs, which designs: {', '.join(DESIGNS)}.")
-@click.option("--tracker", default="all", show_default=True, metavar="all|MODE[,MODE...]",
-              help=f"With --loop agent, which trackers: {', '.join(TRACKER_MODES)}.")
+@variant_options
 @click.option("--store", type=click.Choice(STORE_KINDS), default="memory", show_default=True,
               help="Where checkpoints go: in memory, or real JSON files replaced with os.replace.")
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table", show_default=True,
               help="A table for people, JSON or CSV for scripts.")
-@click.option("--check", "golden", metavar="GOLDEN", help="Exit 1, naming each cell, if the table differs from GOLDEN.")
+@click.option("--check", "golden", metavar="GOLDEN",
+              help="Exit 1, naming each difference, unless the table has exactly GOLDEN's rows and the cells of the "
+                   "columns it names.")
 @click.option("--list", "listing", type=click.Choice(list(LISTS)),
               help="Instead of the table, list the scenarios that duplicated, asked, lost an effect or called the model again.")
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path), metavar="DIR",
-              help="Also write scenarios.jsonl, summary.json, summary.csv and manifest.json into DIR.")
-def sweep(job_path: str, loop: str, variant: str, tracker: str, store: str, fmt: str, golden: str | None,
-          listing: str | None, out: Path | None) -> None:
+@click.option("--out", metavar="DIR",
+              help="Also write scenarios.jsonl, summary.json, summary.csv and manifest.json into DIR (checked before "
+                   "the sweep; written whole at the end).")
+def sweep(job_spec: str, loop: str | None, variant: str | None, tracker: str | None, store: str, fmt: str,
+          golden: str | None, listing: str | None, out: str | None) -> None:
     """Crash the loop at every point, and its restart at every point, and count the damage.
 
     \b
@@ -127,13 +185,11 @@ def sweep(job_path: str, loop: str, variant: str, tracker: str, store: str, fmt:
       asks       "did it happen?" questions to a person
       approvals  approval decisions asked of a person (agent loop)
       calls+     model calls beyond the uninterrupted run's
+    The five designs' table shows the first seven; any agent variant brings the agent table's columns.
     """
-    job = open_job(job_path)
-    if loop == "designs":
-        variants, columns = pick(variant, DESIGNS, "variant"), report.DESIGN_COLUMNS
-    else:
-        agents = {v.tracker_mode: v for v in AGENTS.values()}
-        variants, columns = pick(tracker, agents, "tracker"), report.AGENT_COLUMNS
+    variants = choose_variants(loop, variant, tracker)
+    columns = columns_for(variants)
+    job = open_job(job_spec)
     check_handles(job, variants)
     expected = None
     if golden is not None:
@@ -141,15 +197,28 @@ def sweep(job_path: str, loop: str, variant: str, tracker: str, store: str, fmt:
             expected = report.read_golden(golden)
         except report.GoldenError as error:
             raise Failure(str(error)) from None
-
-    with stores(store) as factory:
-        sweeps = sweep_all(variants, job, factory)
-    rows = [s.row() for s in sweeps]
-    scenarios = [result for s in sweeps for result in s.scenarios]
+    pending = None
+    if out is not None:
+        try:
+            pending = report.PendingResults(out)
+        except report.ResultsError as error:
+            raise Failure(str(error)) from None
+    try:
+        with stores(store) as factory:
+            sweeps = sweep_all(variants, job, factory)
+        rows = [s.row() for s in sweeps]
+        scenarios = [result for s in sweeps for result in s.scenarios]
+        if pending is not None:
+            pending.commit(job, rows, scenarios, columns)
+    except report.ResultsError as error:
+        raise Failure(str(error)) from None
+    finally:
+        if pending is not None:
+            pending.discard()
 
     if listing is not None:
         chosen = [r for r in scenarios if LISTS[listing](r.outcome)]
-        commands = [f"crashlab explain {r.id} --job {shlex.quote(job_path)}" for r in chosen]
+        commands = [f"crashlab explain {r.id} --job {shlex.quote(job_spec)}" for r in chosen]
         if fmt == "table":
             lines = [[r.id, r.labels[0], command] for r, command in zip(chosen, commands)]
             click.echo(tabulate(lines, tablefmt="plain") if lines else f"no scenario with {listing}")
@@ -161,13 +230,9 @@ def sweep(job_path: str, loop: str, variant: str, tracker: str, store: str, fmt:
         formats = {"table": report.table, "json": report.to_json, "csv": report.to_csv}
         click.echo(formats[fmt](rows, columns).rstrip("\n"))
     if out is not None:
-        try:
-            report.write_results(out, job, rows, scenarios, columns)
-        except OSError as error:
-            raise Failure(f"cannot write results to {out}: {error.strerror}") from None
         click.echo(f"wrote {len(scenarios)} scenarios and the table to {out}/", err=True)
     if expected is not None:
-        differences = report.compare(rows, expected, columns)
+        differences = report.compare(rows, expected)
         for line in differences:
             click.echo(f"differs: {line}", err=True)
         if differences:
@@ -179,41 +244,61 @@ def sweep(job_path: str, loop: str, variant: str, tracker: str, store: str, fmt:
 @click.argument("slug")
 @job_option
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
-def points(slug: str, job_path: str, fmt: str) -> None:
+def points(slug: str, job_spec: str, fmt: str) -> None:
     """List the crash points of SLUG's uninterrupted run.
 
     Each point: its index (the I of scenario SLUG:I), its label and which occurrence of that label it
     is, where it falls (turn, call, tool), and what is durable there: the checkpoint on disk and the
-    tracker's records. A crash at that point leaves exactly this for the restart.
+    tracker's records. A crash at that point leaves exactly this for the restart. In text, each line is
+    cut to the terminal's width (…); --format json gives every record in full.
     """
-    job = open_job(job_path)
     try:
         variant = explaining.find_variant(slug)
     except explaining.ScenarioError as error:
         raise Failure(str(error)) from None
+    job = open_job(job_spec)
     check_handles(job, [variant])
     rows = explaining.point_rows(run_scenario(variant, job, (), memory_stores()))
     if fmt == "json":
         click.echo(json.dumps(rows, indent=2))
         return
-    body = [
-        [r["index"], f"{r['label']} #{r['occurrence']}", r["where"], r["checkpoint"], ", ".join(r["tracker"]) or "-"]
-        for r in rows
-    ]
-    click.echo(tabulate(body, headers=["#", "point", "where", "on disk", "tracker"], tablefmt="simple"))
+    click.echo("\n".join(point_lines(rows, shutil.get_terminal_size((120, 24)).columns)))
+
+
+def point_lines(rows: list[dict], width: int) -> list[str]:
+    """The points as aligned lines, each at most `width` characters.
+
+    Only the short fields (index, point, where) are aligned; what is durable, which grows with the job,
+    ends the line and is cut at the width, so the output grows linearly with the points.
+    """
+    cells = [(str(r["index"]), f"{r['label']} #{r['occurrence']}", r["where"],
+              f"{r['checkpoint']} | {', '.join(r['tracker']) or '-'}") for r in rows]
+    heads = ("#", "point", "where", "on disk | tracker")
+    widths = [max(len(c[k]) for c in [heads, *cells]) for k in range(3)]
+
+    def line(c: tuple[str, ...]) -> str:
+        text = f"{c[0]:>{widths[0]}}  {c[1]:<{widths[1]}}  {c[2]:<{widths[2]}}  {c[3]}"
+        return text if len(text) <= width else text[: max(width - 1, 0)] + "…"
+
+    return [line(heads), *map(line, cells)]
 
 
 @cli.command()
 @click.argument("scenario")
 @job_option
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
-def explain(scenario: str, job_path: str, fmt: str) -> None:
+def explain(scenario: str, job_spec: str, fmt: str) -> None:
     """Tell the story of one SCENARIO, process by process, and its verdict.
 
     SCENARIO is SLUG:I (crash the first process at its I-th point) or SLUG:I:J (also crash the
     restart at its J-th point), as `crashlab points` numbers them and `crashlab sweep --list` lists them.
+    SLUG is any variant (see `crashlab sweep --help`); I and J are ASCII digits, counted from 1.
     """
-    job = open_job(job_path)
+    try:
+        explaining.parse_scenario_id(scenario)
+    except explaining.ScenarioError as error:
+        raise Failure(str(error)) from None
+    job = open_job(job_spec)
     try:
         run = explaining.find_scenario(scenario, job)
     except explaining.ScenarioError as error:
@@ -224,32 +309,77 @@ def explain(scenario: str, job_path: str, fmt: str) -> None:
 
 @cli.command()
 @job_option
-@click.option("--loop", type=click.Choice(["designs", "agent"]), default="designs", show_default=True)
-@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default="results/sweep.png", show_default=True)
-def plot(job_path: str, loop: str, out: Path) -> None:
+@variant_options
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default="results/sweep.png", show_default=True,
+              help=f"The picture; its extension picks the format: {', '.join(PLOT_FORMATS)}.")
+def plot(job_spec: str, loop: str | None, variant: str | None, tracker: str | None, out: Path) -> None:
     """Draw the sweep: each variant's single crashes, and its double crashes as a heatmap (needs crashlab[plot])."""
+    fmt = out.suffix.lower().removeprefix(".")
+    if fmt not in PLOT_FORMATS:
+        raise Failure(f"cannot draw {out}: the extension picks the format, one of .{', .'.join(PLOT_FORMATS)}")
+    variants = choose_variants(loop, variant, tracker)
     try:
         from .plot import draw
     except ImportError:
         raise Failure("crashlab plot needs matplotlib: pip install 'crashlab[plot]'") from None
-    job = open_job(job_path)
-    variants = list(DESIGNS.values()) if loop == "designs" else list(AGENTS.values())
+    job = open_job(job_spec)
     check_handles(job, variants)
     sweeps = sweep_all(variants, job, memory_stores())
     try:
-        click.echo(f"wrote {draw(sweeps, out, title=f'crashlab sweep of {job.source}')}")
+        click.echo(f"wrote {draw(sweeps, out, title=f'crashlab sweep of {job.source}', fmt=fmt)}")
     except OSError as error:
         raise Failure(f"cannot write the picture to {out}: {error.strerror}") from None
 
 
+@cli.command()
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def jobs(fmt: str) -> None:
+    """List the jobs that ship with crashlab, for --job NAME: each one's name, calls and description."""
+    listed = []
+    for name in shipped_jobs():
+        job = open_job(name)
+        listed.append({"name": name, "calls": len(job.calls), "description": job.description})
+    if fmt == "json":
+        click.echo(json.dumps(listed, indent=2))
+    else:
+        click.echo(tabulate([list(j.values()) for j in listed], headers=["job", "calls", "description"], tablefmt="plain"))
+
+
+@cli.command()
+def schema() -> None:
+    """Print the job file's JSON Schema, for editors and other tools (derived from crashlab.schema)."""
+    from .schema import job_schema  # msgspec is needed here only
+
+    click.echo(json.dumps(job_schema(), indent=2))
+
+
+def terminate(signum: int, frame) -> None:
+    """SIGTERM (`timeout`, a supervisor) unwinds like Ctrl-C, so every `with` block cleans up.
+
+    A second SIGTERM is ignored while the cleanup runs; SIGKILL still ends the process at once.
+    """
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    raise SystemExit(128 + signum)
+
+
 def main() -> None:
     """Run the CLI so that every usage error, too, is a single line on stderr with exit code 2."""
+    previous = signal.signal(signal.SIGTERM, terminate)
     try:
         code = cli.main(standalone_mode=False)
     except click.exceptions.Abort:
         click.echo("aborted", err=True)
         code = 1
     except click.ClickException as error:
-        click.echo(f"crashlab: error: {error.format_message()}", err=True)
+        click.echo(f"crashlab: error: {' '.join(error.format_message().split())}", err=True)
         code = error.exit_code
+    except HarnessError as error:  # the loop under test broke a rule of death: its table would be fiction
+        click.echo(f"crashlab: harness error: {' '.join(str(error).split())}", err=True)
+        code = 3
+    finally:
+        signal.signal(signal.SIGTERM, previous)  # a caller (a test, an embedding program) gets its own back
     sys.exit(code or 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -14,39 +14,70 @@ from dataclasses import dataclass
 from typing import Any
 
 from .checkpoint import Checkpoint
-from .job import Job
+from .job import Job, shown
 from .points import Event
 from .sweep import VARIANTS, ScenarioRun, Variant, memory_stores, run_scenario
 from .world import Record
 
-SCENARIO_ID = re.compile(r"^(?P<slug>[a-z-]+):(?P<i>\d+)(?::(?P<j>\d+))?$")
+#: A scenario ID: a variant's slug, then one 1-based crash point per process that crashes, each
+#: after a colon, in ASCII digits. The crashes are one repeated group, so IDs with more crashes
+#: (``SLUG:I:J:K``) or a suffix after them (a fault choice, ``SLUG:I~2``) extend the grammar without
+#: a new parser; MAX_CRASHES is what the sweep runs today. A sign is allowed by the grammar so that
+#: ``keys:-1`` is answered "out of range", not "malformed".
+SCENARIO_ID = re.compile(r"(?P<slug>[a-z][a-z0-9-]*)(?P<crashes>(?::-?[0-9]+)+)")
+MAX_CRASHES = 2
+#: More digits than this name no crash point of any job a job file can hold.
+MAX_POINT_DIGITS = 9
 
 
 class ScenarioError(ValueError):
     """A scenario ID that names no scenario of this job; the message gives the valid choices."""
 
 
+@dataclass(frozen=True)
+class ScenarioId:
+    """A parsed scenario ID: which variant, and where each crashing process dies."""
+
+    slug: str
+    crashes: tuple[int, ...]
+
+
+def parse_scenario_id(text: str) -> ScenarioId:
+    """Parse `text` as a whole (`fullmatch`: no trailing newline, ASCII digits only)."""
+    match = SCENARIO_ID.fullmatch(text)
+    if not match:
+        raise ScenarioError(f"malformed scenario ID {shown(text)} (expected SLUG:I or SLUG:I:J in ASCII digits, "
+                            f"e.g. after-reply:7; SLUG is one of {', '.join(VARIANTS)})")
+    variant = find_variant(match["slug"])
+    numbers = match["crashes"][1:].split(":")
+    if len(numbers) > MAX_CRASHES:
+        raise ScenarioError(f"scenario {shown(text)} crashes {len(numbers)} processes: at most {MAX_CRASHES} "
+                            "(SLUG:I or SLUG:I:J)")
+    for number in numbers:
+        if len(number.lstrip("-")) > MAX_POINT_DIGITS:
+            raise ScenarioError(f"{variant.slug}: crash point {shown(number)} is out of range for any job")
+    return ScenarioId(variant.slug, tuple(map(int, numbers)))
+
+
 def find_variant(slug: str) -> Variant:
     if slug not in VARIANTS:
-        raise ScenarioError(f"unknown variant {slug!r} (valid: {', '.join(VARIANTS)})")
+        raise ScenarioError(f"unknown variant {shown(slug)} (valid: {', '.join(VARIANTS)})")
     return VARIANTS[slug]
 
 
 def find_scenario(scenario_id: str, job: Job) -> ScenarioRun:
-    """Run the scenario an ID names, after checking that this job has it."""
-    match = SCENARIO_ID.match(scenario_id)
-    if not match:
-        raise ScenarioError(f"malformed scenario ID {scenario_id!r} (expected SLUG:I or SLUG:I:J, e.g. after-reply:7)")
-    variant, store = find_variant(match["slug"]), memory_stores()
+    """Run the scenario an ID names, after checking that this job has it: each crash point in range."""
+    parsed = parse_scenario_id(scenario_id)
+    variant, store = VARIANTS[parsed.slug], memory_stores()
     if reason := variant.refuses(job):
         raise ScenarioError(reason)
-    i = int(match["i"])
+    i = parsed.crashes[0]
     n = run_scenario(variant, job, (), store).passed(1)
     if not 1 <= i <= n:
         raise ScenarioError(f"{variant.slug} passes crash points 1..{n} on job {job.name}: no point {i}")
-    if match["j"] is None:
+    if len(parsed.crashes) == 1:
         return run_scenario(variant, job, (i,), store)
-    j = int(match["j"])
+    j = parsed.crashes[1]
     reached = run_scenario(variant, job, (i,), store).passed(2)
     if not 1 <= j <= reached:
         valid = f"points 1..{reached}" if reached else "no points (the run was already finished)"

@@ -2,13 +2,25 @@
 
 A job is loaded from YAML once and then never changes: every process of every scenario replays the
 same script, so the same job gives the same crash points and counts on every run.
+
+The reader trusts nothing in the file. It reads at most MAX_JOB_BYTES from a regular file, bounds
+the YAML's nesting and its size with aliases expanded, refuses duplicate keys and overlong integers
+while parsing, and then checks every field's type and size before anything walks a value: a job
+that loads can be swept by any loop on any store, and a job that does not is one `JobError` naming
+the file, the place and the problem.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import datetime
+import hashlib
+import os
+import re
+import stat
+from dataclasses import dataclass, field, replace
+from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import yaml
 
@@ -23,6 +35,30 @@ CHANGING_TOOLS = frozenset({"create_issue", "comment"})
 #: Optional per-call fields, for the two harder situations of the agent's own loop.
 CALL_FLAGS = ("fails_after_accept", "needs_approval")
 
+#: A name, run ID or call ID: ASCII letters, digits and ``_.-``, starting with a letter or digit.
+#: IDs go into idempotency keys, checkpoint files and scenario stories, so they are plain ASCII:
+#: no blanks, line breaks, control characters or look-alike letters that would make two IDs that
+#: print the same compare different.
+ID_GRAMMAR = "[A-Za-z0-9][A-Za-z0-9_.-]{0,63}"
+ID_RULE = "1 to 64 ASCII letters, digits, '_', '.' or '-', starting with a letter or digit"
+#: The longest each text may be, in characters. Titles and queries are one line; bodies, the
+#: answer and the description may hold line breaks and tabs, never other control characters.
+TEXT_LIMITS = {"title": 256, "query": 256, "body": 4096, "answer": 4096, "description": 200}
+ONE_LINE = frozenset({"title", "query", "description"})
+#: Texts that say something only when they are not blank.
+NOT_BLANK = frozenset({"title", "query"})
+#: Issue numbers a comment may name: positive, and within a real tracker's 32-bit range.
+MAX_ISSUE = 2**31 - 1
+
+#: Bounds on the file itself, checked before and while parsing so no file can exhaust memory or time.
+MAX_JOB_BYTES = 1 << 20  # 1 MiB
+MAX_DEPTH = 32  # nesting of YAML collections
+MAX_NODES = 100_000  # YAML values, counting every use of an alias as a full copy
+MAX_INT_CHARS = 20  # the written form of an integer (2**63 has 19 digits)
+
+#: Where the shipped jobs live, inside the package.
+JOBS_PACKAGE, JOBS_DIR = "crashlab", "jobs"
+
 
 class JobError(ValueError):
     """A job that cannot be run; the message names the file, the place and the problem."""
@@ -30,7 +66,10 @@ class JobError(ValueError):
 
 @dataclass(frozen=True)
 class Call:
-    """One tool call of a model reply. Its ID is fixed by the script, so a repeated reply repeats it."""
+    """One tool call of a model reply. Its ID is fixed by the script, so a repeated reply repeats it.
+
+    After validation `args` holds exactly the tool's arguments, each a string or an int.
+    """
 
     id: str
     tool: str
@@ -63,10 +102,14 @@ class Turn:
 
 @dataclass(frozen=True)
 class Job:
+    """A validated job. `sha256` is the hash of the bytes it was parsed from (empty if built in code)."""
+
     name: str
     run: str
     turns: tuple[Turn, ...]
     source: str = "<job>"
+    description: str = ""
+    sha256: str = ""
 
     @property
     def calls(self) -> tuple[Call, ...]:
@@ -78,23 +121,191 @@ class Job:
         return tuple(call for call in self.calls if call.changes)
 
 
-def load_job(path: str | Path) -> Job:
-    """Read and validate a job file; every problem becomes a `JobError` naming the file."""
-    source = str(path)
+# -- reading the file ------------------------------------------------------------------------------
+
+
+def load_job(path: str | Path, source: str | None = None) -> Job:
+    """Read and validate a job file; every problem becomes a `JobError` naming the file.
+
+    `source` is how messages and results name the job (the path by default; a shipped job's name).
+    """
+    source = str(path) if source is None else source
+    data = read_bytes(path, source)
+    parsed = parse_yaml(utf8(data, source), source)
+    job = parse_job(parsed, source)
+    return replace(job, sha256=hashlib.sha256(data).hexdigest())
+
+
+def read_bytes(path: str | Path, source: str, what: str = "job file",
+               error: type[ValueError] = JobError, limit: int = MAX_JOB_BYTES) -> bytes:
+    """A regular file's bytes, at most `limit` of them, or `error` naming `source` and the problem.
+
+    The file is opened without blocking and checked before a byte is read, so a FIFO cannot hang the
+    reader and /dev/zero cannot fill memory. The golden-table reader uses it too.
+    """
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
-        raise JobError(f"{source}: no such job file") from None
-    except OSError as error:
-        raise JobError(f"{source}: cannot read: {error.strerror}") from None
+        raise error(f"{source}: no such {what}") from None
+    except OSError as problem:
+        raise error(f"{source}: cannot read: {problem.strerror}") from None
+    except ValueError:  # an embedded NUL byte
+        raise error(f"{source}: not a valid path") from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        if stat.S_ISDIR(mode):
+            raise error(f"{source}: is a directory, not a {what}")
+        raise error(f"{source}: not a regular file (a pipe, device or socket); give a {what}")
+    with os.fdopen(fd, "rb") as file:
+        try:
+            data = file.read(limit + 1)
+        except OSError as problem:
+            raise error(f"{source}: cannot read: {problem.strerror}") from None
+    if len(data) > limit:
+        raise error(f"{source}: larger than {limit >> 20} MiB, the most a {what} may be")
+    return data
+
+
+def utf8(data: bytes, source: str, error: type[ValueError] = JobError) -> str:
+    """`data` as UTF-8 text, or `error` naming the first byte that is not."""
     try:
-        data = yaml.safe_load(text)
+        return data.decode("utf-8")
+    except UnicodeDecodeError as problem:
+        raise error(f"{source}: not UTF-8 text (byte {data[problem.start]:#04x} at offset {problem.start})") from None
+
+
+class JobLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, bounded and strict.
+
+    It refuses what `yaml.safe_load` lets through in silence (a duplicate key, where the last one
+    wins) and what costs unbounded time or memory (deep nesting, an alias bomb, an integer of
+    thousands of digits), each with the line where it is.
+    """
+
+    def __init__(self, stream: str):
+        super().__init__(stream)
+        self.depth = 0
+        self.sizes: dict[int, int] = {}  # id(node) -> its values, aliases expanded
+
+    def compose_node(self, parent, index):
+        if self.check_event(yaml.AliasEvent):
+            return super().compose_node(parent, index)
+        self.depth += 1
+        try:
+            if self.depth > MAX_DEPTH:
+                raise yaml.composer.ComposerError(None, None, f"nested deeper than {MAX_DEPTH} levels",
+                                                  self.peek_event().start_mark)
+            node = super().compose_node(parent, index)
+        finally:
+            self.depth -= 1
+        children = node.value if isinstance(node, yaml.SequenceNode) else []
+        if isinstance(node, yaml.MappingNode):
+            children = [child for pair in node.value for child in pair]
+        size = 1 + sum(self.sizes.get(id(child), 1) for child in children)
+        if size > MAX_NODES:
+            raise yaml.composer.ComposerError(None, None, f"more than {MAX_NODES} values once aliases are expanded",
+                                              node.start_mark)
+        self.sizes[id(node)] = size
+        return node
+
+    def construct_mapping(self, node, deep=False):
+        first: dict[Any, int] = {}  # key -> the line it first appeared on
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = self.construct_object(key_node, deep=True)
+            try:
+                line = first.get(key)
+            except TypeError:
+                raise yaml.constructor.ConstructorError(None, None, "a mapping key must be a plain value",
+                                                        key_node.start_mark) from None
+            if line is not None:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"duplicate key {shown(key)} (first on line {line + 1})", key_node.start_mark)
+            first[key] = key_node.start_mark.line
+        return super().construct_mapping(node, deep)
+
+    def construct_yaml_int(self, node):
+        if len(node.value) > MAX_INT_CHARS:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"an integer of {len(node.value)} characters (at most {MAX_INT_CHARS})", node.start_mark)
+        return super().construct_yaml_int(node)
+
+
+JobLoader.add_constructor("tag:yaml.org,2002:int", JobLoader.construct_yaml_int)
+
+
+def parse_yaml(text: str, source: str) -> Any:
+    """The one YAML document in `text`, or a `JobError` with the line and the problem on one line."""
+    loader = None
+    try:
+        loader = JobLoader(text)  # the reader checks every character here, before parsing
+        return loader.get_single_data()
+    except yaml.reader.ReaderError as error:
+        code = error.character if isinstance(error.character, int) else ord(error.character)
+        raise JobError(f"{source}: invalid YAML: unacceptable character {code:#x} at offset {error.position}") from None
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
-        where = f" line {mark.line + 1}" if mark else ""
-        problem = getattr(error, "problem", None) or str(error)
-        raise JobError(f"{source}:{where}: invalid YAML: {problem}") from None
-    return parse_job(data, source)
+        where = f" line {mark.line + 1}:" if mark else ""
+        problem = " ".join(str(getattr(error, "problem", None) or error).split())
+        raise JobError(f"{source}:{where} invalid YAML: {problem}") from None
+    finally:
+        if loader is not None:
+            loader.dispose()
+
+
+# -- checking the contract -------------------------------------------------------------------------
+
+
+def shown(value: Any) -> str:
+    """A user's value in a message: short, on one line, never walked if it is a collection."""
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        text = ascii(value)
+        return text if len(text) <= 40 else text[:36] + "…" + text[-1]
+    return kind(value)
+
+
+def kind(value: Any) -> str:
+    """What a YAML value is, as a person names it: the type errors say what was found."""
+    if value is None:
+        return "null"
+    for types, name in ((bool, "a boolean"), (int, "an integer"), (float, "a number"), (str, "a string"),
+                        (list, "a list"), (dict, "a mapping"), (bytes, "binary data"), (set, "a set"),
+                        (datetime.datetime, "a date and time"), (datetime.date, "a date")):
+        if isinstance(value, types):
+            return name
+    return type(value).__name__
+
+
+def id_problem(value: Any, what: str) -> str | None:
+    """Why `value` is not a valid ID, or None when it is."""
+    if not isinstance(value, str):
+        return f"{what} must be a string (got {kind(value)})"
+    if not re.fullmatch(ID_GRAMMAR, value):
+        return f"{what} {shown(value)} is not a valid ID: {ID_RULE}"
+    return None
+
+
+#: Control characters and lone surrogates, which no text may hold; line breaks and tabs are allowed
+#: outside ONE_LINE fields.
+CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
+CONTROL_ONE_LINE = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff\u2028\u2029]")
+
+
+def text_problem(value: Any, what: str) -> str | None:
+    """Why `value` is not a valid text for the field `what`, or None when it is."""
+    if not isinstance(value, str):
+        return f"{what} must be a string (got {kind(value)})"
+    limit = TEXT_LIMITS[what]
+    if len(value) > limit:
+        return f"{what} is {len(value)} characters long (at most {limit})"
+    if what in NOT_BLANK and not value.strip():
+        return f"{what} must not be blank"
+    found = (CONTROL_ONE_LINE if what in ONE_LINE else CONTROL).search(value)
+    if found:
+        return f"{what} holds the character {ascii(found.group())} (no control characters{', no line breaks' if what in ONE_LINE else ''})"
+    return None
 
 
 def parse_job(data: Any, source: str = "<job>") -> Job:
@@ -104,19 +315,24 @@ def parse_job(data: Any, source: str = "<job>") -> Job:
         return JobError(f"{source}: {place}: {problem}" if place else f"{source}: {problem}")
 
     if not isinstance(data, dict):
-        raise fail("", "a job is a mapping with 'name' and 'turns'")
-    unknown = set(data) - {"name", "run", "turns"}
+        raise fail("", f"a job is a mapping with 'name' and 'turns' (got {kind(data)})")
+    unknown = [key for key in data if key not in ("name", "run", "description", "turns")]
     if unknown:
-        raise fail("", f"unknown field {sorted(unknown)[0]!r} (valid: name, run, turns)")
-    name = data.get("name")
-    if not isinstance(name, str) or not name:
-        raise fail("name", "required, a non-empty string")
+        raise fail("", f"unknown field {shown(unknown[0])} (valid: name, run, description, turns)")
+    if "name" not in data:
+        raise fail("name", f"required: {ID_RULE}")
+    if problem := id_problem(data["name"], "name"):
+        raise fail("", problem)
+    name = data["name"]
     run = data.get("run", f"{name}-run-1")
-    if not isinstance(run, str) or not run:
-        raise fail("run", "must be a non-empty string")
+    if problem := id_problem(run, "run"):
+        raise fail("", problem)
+    description = data.get("description", "")
+    if problem := text_problem(description, "description"):
+        raise fail("", problem)
     raw_turns = data.get("turns")
     if not isinstance(raw_turns, list) or not raw_turns:
-        raise fail("turns", "required, a non-empty list of turns")
+        raise fail("turns", f"required, a non-empty list of turns (got {kind(raw_turns)})")
 
     turns: list[Turn] = []
     created: set[str] = set()
@@ -126,17 +342,17 @@ def parse_job(data: Any, source: str = "<job>") -> Job:
         if not isinstance(raw, dict) or len(raw) != 1 or not ({"calls", "answer"} & set(raw)):
             raise fail(place, "a turn is either {calls: [...]} or {answer: \"...\"}")
         if "answer" in raw:
-            if not isinstance(raw["answer"], str):
-                raise fail(place, "answer must be a string")
+            if problem := text_problem(raw["answer"], "answer"):
+                raise fail(place, problem)
             if t != len(raw_turns):
                 raise fail(place, "the answer must be the last turn, and there is exactly one")
             turns.append(Turn(answer=raw["answer"]))
             continue
         if not isinstance(raw["calls"], list) or not raw["calls"]:
-            raise fail(place, "calls must be a non-empty list")
+            raise fail(place, f"calls must be a non-empty list (got {kind(raw['calls'])})")
         calls = []
         for c, raw_call in enumerate(raw["calls"], start=1):
-            call = _parse_call(raw_call, lambda problem: fail(f"{place} call {c}", problem), created)
+            call = parse_call(raw_call, lambda problem: fail(f"{place} call {c}", problem), created)
             if call.id in seen:
                 raise fail(f"{place} call {c}", f"duplicate call ID {call.id!r}")
             seen.add(call.id)
@@ -146,33 +362,68 @@ def parse_job(data: Any, source: str = "<job>") -> Job:
         turns.append(Turn(calls=tuple(calls)))
     if not turns[-1].is_final:
         raise fail("turns", "missing the final answer: the last turn must be {answer: \"...\"}")
-    return Job(name=name, run=run, turns=tuple(turns), source=source)
+    return Job(name=name, run=run, turns=tuple(turns), source=source, description=description)
 
 
-def _parse_call(raw: Any, fail, created: set[str]) -> Call:
+def parse_call(raw: Any, fail: Callable[[str], JobError], created: set[str]) -> Call:
+    """One call, every field's type checked before its value is used."""
     if not isinstance(raw, dict):
-        raise fail("a call is a mapping with id, tool and args")
-    unknown = set(raw) - {"id", "tool", "args", *CALL_FLAGS}
+        raise fail(f"a call is a mapping with id, tool and args (got {kind(raw)})")
+    unknown = [key for key in raw if key not in ("id", "tool", "args", *CALL_FLAGS)]
     if unknown:
-        raise fail(f"unknown field {sorted(unknown)[0]!r} (valid: id, tool, args, {', '.join(CALL_FLAGS)})")
-    call_id, tool, args = raw.get("id"), raw.get("tool"), raw.get("args", {})
-    if not isinstance(call_id, str) or not call_id:
-        raise fail("id is required, a non-empty string")
+        raise fail(f"unknown field {shown(unknown[0])} (valid: id, tool, args, {', '.join(CALL_FLAGS)})")
+    if problem := id_problem(raw.get("id"), "id"):
+        raise fail(problem)
+    tool, args = raw.get("tool"), raw.get("args", {})
+    if not isinstance(tool, str):
+        raise fail(f"tool must be a string (got {kind(tool)})")
     if tool not in TOOLS:
-        raise fail(f"unknown tool {tool!r} (valid: {', '.join(TOOLS)})")
+        raise fail(f"unknown tool {shown(tool)} (valid: {', '.join(TOOLS)})")
     if not isinstance(args, dict):
-        raise fail("args must be a mapping")
+        raise fail(f"args must be a mapping (got {kind(args)})")
     wanted = TOOLS[tool]
-    if set(args) != set(wanted):
-        raise fail(f"{tool} takes exactly the args {', '.join(wanted)} (got {', '.join(map(str, args)) or 'none'})")
+    if len(args) != len(wanted) or any(name not in args for name in wanted):
+        got = ", ".join(shown(name) for name in list(args)[:len(wanted) + 2]) or "none"
+        raise fail(f"{tool} takes exactly the args {', '.join(wanted)} (got {got}{', …' if len(args) > len(wanted) + 2 else ''})")
     for flag in CALL_FLAGS:
         if not isinstance(raw.get(flag, False), bool):
-            raise fail(f"{flag} must be true or false")
+            raise fail(f"{flag} must be true or false (got {kind(raw[flag])})")
+    for name in wanted:
+        if name != "issue" and (problem := text_problem(args[name], name)):
+            raise fail(problem)
     if tool == "comment":
         issue = args["issue"]
         if isinstance(issue, str):
             if not issue.startswith("$") or issue[1:] not in created:
-                raise fail(f"issue {issue!r} must be an integer or \"$ID\" of an earlier create_issue call")
+                raise fail(f"issue {shown(issue)} must be an integer or \"$ID\" of an earlier create_issue call")
         elif not isinstance(issue, int) or isinstance(issue, bool):
-            raise fail("issue must be an integer or \"$ID\" of an earlier create_issue call")
-    return Call(id=call_id, tool=tool, args=dict(args), **{flag: raw.get(flag, False) for flag in CALL_FLAGS})
+            raise fail(f"issue must be an integer or \"$ID\" of an earlier create_issue call (got {kind(issue)})")
+        elif not 1 <= issue <= MAX_ISSUE:
+            raise fail(f"issue {issue} is out of range (1..{MAX_ISSUE})")
+    return Call(id=raw["id"], tool=tool, args={name: args[name] for name in wanted},
+                **{flag: raw.get(flag, False) for flag in CALL_FLAGS})
+
+
+# -- the shipped jobs ------------------------------------------------------------------------------
+
+
+def shipped_jobs() -> list[str]:
+    """The names of the jobs that ship inside the package, sorted."""
+    folder = resources.files(JOBS_PACKAGE) / JOBS_DIR
+    return sorted(entry.name.removesuffix(".yaml") for entry in folder.iterdir() if entry.name.endswith(".yaml"))
+
+
+def is_path(spec: str) -> bool:
+    """`--job SPEC` names a file when it is one, has a slash or a YAML suffix; else a shipped job."""
+    return (os.path.exists(spec) and not os.path.isdir(spec)) or "/" in spec or spec.endswith((".yaml", ".yml"))
+
+
+def find_job(spec: str) -> Job:
+    """The job `--job SPEC` names: a file, or a shipped job by name (whose source is that name)."""
+    if is_path(spec):
+        return load_job(spec)
+    names = shipped_jobs()
+    if spec not in names:
+        raise JobError(f"no job file or shipped job {shown(spec)} (shipped: {', '.join(names)}; a path needs a '/' or .yaml)")
+    with resources.as_file(resources.files(JOBS_PACKAGE) / JOBS_DIR / f"{spec}.yaml") as path:
+        return load_job(path, source=spec)

@@ -29,6 +29,8 @@ from matplotlib.ticker import MaxNLocator
 
 from .sweep import Outcome, ScenarioResult, VariantSweep
 
+#: The formats `draw` writes; matplotlib picks the backend for each from the format.
+FORMATS = ("png", "pdf", "svg")
 #: The picture's size in pixels (at DPI dots per inch): wide enough for a label under each of the
 #: triage job's 43 points, tall enough for five labelled strips above a line of heatmaps.
 WIDTH, HEIGHT = 1600, 1250
@@ -60,14 +62,17 @@ MIN_GAPPED_CELL_PX = 16
 MAX_PANELS, MIN_PANELS = 5, 3
 
 
-def draw(sweeps: Sequence[VariantSweep], out: str | Path, title: str = "") -> Path:
-    """Render the sweeps to a PNG of exactly WIDTH x HEIGHT pixels and return its path.
+def draw(sweeps: Sequence[VariantSweep], out: str | Path, title: str = "", fmt: str = "png") -> Path:
+    """Render the sweeps to `out` and return its path: a PNG of exactly WIDTH x HEIGHT pixels, or the
+    same figure as a PDF or SVG (`fmt`, one of FORMATS), whose size is WIDTH x HEIGHT / DPI inches.
 
     The figure is drawn on its own Agg canvas, never through pyplot, so no global backend or figure
     registry is touched: safe to call from a CLI, a test, or a notebook with another backend.
     """
     if not sweeps:
         raise ValueError("nothing to draw: no sweeps")
+    if fmt not in FORMATS:
+        raise ValueError(f"cannot draw {fmt!r}: the formats are {', '.join(FORMATS)}")
     fig = Figure(figsize=(WIDTH / DPI, HEIGHT / DPI), dpi=DPI, layout="constrained")
     FigureCanvasAgg(fig)
     if title:
@@ -78,7 +83,7 @@ def draw(sweeps: Sequence[VariantSweep], out: str | Path, title: str = "") -> Pa
     draw_heatmaps(bottom, sweeps)
     path = Path(out)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=DPI, format="png")
+    fig.savefig(path, dpi=DPI, format=fmt)
     return path
 
 

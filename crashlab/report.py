@@ -3,21 +3,25 @@
 from __future__ import annotations
 
 import csv
-import hashlib
 import io
 import json
+import os
+import platform
+import re
 import shlex
+import shutil
 import sys
+import tempfile
 from collections.abc import Sequence
-from dataclasses import asdict
 from datetime import datetime, timezone
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 from tabulate import tabulate
 
 from . import __version__
-from .job import Job
+from .job import Job, read_bytes, shown, utf8
 from .sweep import Row, ScenarioResult
 
 Columns = tuple[tuple[str, str], ...]
@@ -92,6 +96,56 @@ def scenario_record(result: ScenarioResult) -> dict[str, Any]:
     }
 
 
+#: The files a results directory holds; manifest.json is written last, so it vouches for the others.
+RESULT_FILES = ("scenarios.jsonl", "summary.json", "summary.csv", "manifest.json")
+
+
+class ResultsError(ValueError):
+    """An --out that cannot hold results; the message names it and why."""
+
+
+class PendingResults:
+    """Results on their way to `out`: checked and begun before the sweep, put in place after it.
+
+    The files are written into a fresh hidden directory beside `out`, so a sweep that fails or is
+    stopped leaves nothing half-written. A new `out` appears complete, in one rename; into an
+    existing directory (which may hold other files, such as a golden table) each result file is
+    renamed over its old copy, manifest.json last.
+    """
+
+    def __init__(self, out: str | Path):
+        if str(out).strip() == "":
+            raise ResultsError("--out needs a directory name (got an empty one)")
+        self.out = Path(out)
+        if self.out.exists() and not self.out.is_dir():
+            raise ResultsError(f"cannot write results to {out}: it exists and is not a directory")
+        parent = self.out.absolute().parent
+        blocker = next((p for p in (parent, *parent.parents) if p.exists()), None)
+        if blocker is not None and not blocker.is_dir():
+            raise ResultsError(f"cannot write results to {out}: {blocker} is not a directory")
+        try:
+            parent.mkdir(parents=True, exist_ok=True)
+            self.temp = Path(tempfile.mkdtemp(prefix=f".{self.out.absolute().name}.", suffix=".tmp", dir=parent))
+        except OSError as error:
+            raise ResultsError(f"cannot write results to {out}: {error.strerror}") from None
+
+    def commit(self, job: Job, rows: Sequence[Row], scenarios: Sequence[ScenarioResult], columns: Columns) -> None:
+        try:
+            write_results(self.temp, job, rows, scenarios, columns)
+            if not self.out.exists():
+                os.rename(self.temp, self.out)
+                return
+            for name in RESULT_FILES:
+                os.replace(self.temp / name, self.out / name)
+        except OSError as error:
+            raise ResultsError(f"cannot write results to {self.out}: {error.strerror}") from None
+        finally:
+            self.discard()
+
+    def discard(self) -> None:
+        shutil.rmtree(self.temp, ignore_errors=True)
+
+
 def write_results(out: Path, job: Job, rows: Sequence[Row], scenarios: Sequence[ScenarioResult], columns: Columns) -> None:
     """The sweep on disk: every scenario, the table as JSON and CSV, and how it was made."""
     out.mkdir(parents=True, exist_ok=True)
@@ -100,50 +154,108 @@ def write_results(out: Path, job: Job, rows: Sequence[Row], scenarios: Sequence[
             file.write(json.dumps(scenario_record(result)) + "\n")
     (out / "summary.json").write_text(to_json(rows, columns) + "\n", encoding="utf-8")
     (out / "summary.csv").write_text(to_csv(rows, columns), encoding="utf-8")
-    manifest = {
+    (out / "manifest.json").write_text(json.dumps(manifest(job), indent=2) + "\n", encoding="utf-8")
+
+
+def manifest(job: Job) -> dict[str, Any]:
+    """How the results were made: the exact job bytes that were swept, and the software that swept them."""
+    return {
         "crashlab": __version__,
         "job": job.source,
-        "job_sha256": hashlib.sha256(Path(job.source).read_bytes()).hexdigest(),
+        "job_sha256": job.sha256,
         "command": shlex.join(["crashlab", *sys.argv[1:]]),
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "python": platform.python_version(),
+        "dependencies": dependency_versions(),
     }
-    (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+
+
+def dependency_versions() -> dict[str, str]:
+    """The installed version of each of crashlab's own requirements (its extras left out)."""
+    try:
+        required = metadata.requires("crashlab") or []
+    except metadata.PackageNotFoundError:
+        return {}
+    versions = {}
+    for requirement in required:
+        if "extra ==" in requirement:
+            continue
+        name = re.match(r"[A-Za-z0-9._-]+", requirement).group()
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = "not installed"
+    return versions
 
 
 class GoldenError(ValueError):
     """A golden file that does not hold a table this module can read."""
 
 
+#: Every column head a golden table may name, mapped to the Row attribute it checks.
+KNOWN_HEADS: dict[str, str] = {head: key for key, head in (*DESIGN_COLUMNS, *AGENT_COLUMNS)}
+#: The golden file's first column: the variant's name as the table prints it (or its slug).
+ROW_HEAD = "variant"
+MAX_GOLDEN_BYTES = 1 << 20
+
+
 def read_golden(path: str | Path) -> dict[str, dict[str, int]]:
-    """Parse a pipe table into {variant name: {column head: value}}."""
-    try:
-        lines = [line.strip() for line in Path(path).read_text(encoding="utf-8").splitlines()]
-    except OSError as error:
-        raise GoldenError(f"{path}: cannot read golden file: {error.strerror}") from None
+    """Parse a pipe table into {variant name: {column head: value}}, refusing anything it cannot vouch for.
+
+    Lines outside the table are ignored. The first column is `variant`; every other head must be
+    one of the tables' (KNOWN_HEADS), named once; every row once; every cell ASCII digits.
+    """
+    data = read_bytes(path, str(path), what="golden file", error=GoldenError, limit=MAX_GOLDEN_BYTES)
+    text = utf8(data, str(path), GoldenError)
+    lines = [line.strip() for line in text.splitlines()]
     rows = [[cell.strip() for cell in line.strip("|").split("|")] for line in lines if line.startswith("|")]
     rows = [row for row in rows if not all(set(cell) <= set(":-") for cell in row)]
     if len(rows) < 2:
         raise GoldenError(f"{path}: no table found (a header row and at least one variant row)")
-    heads, golden = rows[0], {}
+    heads = rows[0]
+    if heads[0] != ROW_HEAD:
+        raise GoldenError(f"{path}: the first column must be {ROW_HEAD!r} (got {shown(heads[0])})")
+    if len(heads) < 2:
+        raise GoldenError(f"{path}: the table names no column to check (known: {', '.join(KNOWN_HEADS)})")
+    for k, head in enumerate(heads[1:], start=1):
+        if head in heads[:k]:
+            raise GoldenError(f"{path}: column {head!r} appears twice")
+        if head not in KNOWN_HEADS:
+            raise GoldenError(f"{path}: unknown column {shown(head)} (known: {', '.join(KNOWN_HEADS)})")
+    golden: dict[str, dict[str, int]] = {}
     for row in rows[1:]:
+        name = row[0]
         if len(row) != len(heads):
-            raise GoldenError(f"{path}: row {row[0]!r} has {len(row)} cells, the header has {len(heads)}")
-        try:
-            golden[row[0]] = {head: int(cell) for head, cell in zip(heads[1:], row[1:])}
-        except ValueError:
-            raise GoldenError(f"{path}: row {row[0]!r} has a cell that is not an integer") from None
+            raise GoldenError(f"{path}: row {shown(name)} has {len(row)} cells, the header has {len(heads)}")
+        if name in golden:
+            raise GoldenError(f"{path}: row {shown(name)} appears twice")
+        for head, cell in zip(heads[1:], row[1:]):
+            if not re.fullmatch("[0-9]{1,12}", cell):
+                raise GoldenError(f"{path}: row {shown(name)}, column {head!r}: {shown(cell)} is not a count "
+                                  "(ASCII digits)")
+        golden[name] = {head: int(cell) for head, cell in zip(heads[1:], row[1:])}
     return golden
 
 
-def compare(rows: Sequence[Row], golden: dict[str, dict[str, int]], columns: Columns = DESIGN_COLUMNS) -> list[str]:
-    """Every cell that differs from the golden table, one line each; empty when all agree."""
+def compare(rows: Sequence[Row], golden: dict[str, dict[str, int]]) -> list[str]:
+    """Every difference from the golden table, one line each; empty when it all agrees.
+
+    Exactly the golden file's rows and columns are compared, whichever columns the table printed: a
+    golden row that was not swept, and a swept row that the golden file lacks, are differences too.
+    A golden row names a variant by the name the table prints, or by its slug.
+    """
     differences = []
-    for row in rows:
-        expected = golden.get(row.name)
-        if expected is None:
-            differences.append(f"{row.name}: not in the golden file")
+    swept = {name: row for row in rows for name in (row.name, row.variant)}
+    for name, expected in golden.items():
+        row = swept.get(name)
+        if row is None:
+            differences.append(f"{name}: in the golden file, but not swept")
             continue
-        for key, head in columns:
-            if head in expected and expected[head] != getattr(row, key):
-                differences.append(f"{row.name} / {head}: golden {expected[head]}, swept {getattr(row, key)}")
+        for head, value in expected.items():
+            actual = getattr(row, KNOWN_HEADS[head])
+            if actual != value:
+                differences.append(f"{name} / {head}: golden {value}, swept {actual}")
+    for row in rows:
+        if row.name not in golden and row.variant not in golden:
+            differences.append(f"{row.name}: swept, but not in the golden file")
     return differences

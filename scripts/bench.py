@@ -1,6 +1,6 @@
 """Time the whole five-design sweep of the triage job on both stores, and the agent's three rows.
 
-Usage: python scripts/bench.py [--job FILE] [--repeat N]. Prints the best of N wall times per sweep,
+Usage: python scripts/bench.py [--job NAME|FILE] [--repeat N]. Prints the best of N wall times per sweep,
 with scenarios per second, crash-point hits and checkpoint saves, so the README's figures can be
 checked on any machine. Targets on the project's 2-core machine for the five designs: memory under
 1 s, files under 10 s.
@@ -12,16 +12,16 @@ import argparse
 import time
 
 from crashlab.designs import DESIGNS
-from crashlab.job import load_job
+from crashlab.job import find_job
 from crashlab.sweep import AGENTS, stores, sweep_variant
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--job", default="scenarios/triage.yaml")
+    parser.add_argument("--job", default="triage", help="a shipped job's name or a job file")
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
-    job = load_job(args.job)
+    job = find_job(args.job)
     for loop, variants in (("designs", DESIGNS), ("agent", AGENTS)):
         for kind in ("memory", "files"):
             measure(loop, kind, list(variants.values()), job, args.repeat)

@@ -9,10 +9,10 @@ from crashlab.job import load_job
 ROOT = Path(__file__).resolve().parent.parent
 
 # Property tests draw a few jobs on a developer's machine and many in CI, where time is cheaper.
-settings.register_profile("dev", max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("dev", max_examples=5, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("ci", max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
-SCENARIOS = ROOT / "scenarios"
+SCENARIOS = ROOT / "crashlab" / "jobs"
 
 
 @pytest.fixture(scope="session")

@@ -2,6 +2,8 @@
 
 import json
 
+import pytest
+
 from crashlab.designs import DESIGNS
 
 
@@ -47,7 +49,7 @@ def test_bad_input_is_one_line_and_exit_2(cli, tmp_path):
     broken = tmp_path / "broken.yaml"
     broken.write_text("name: [unclosed\n")
     cases = {
-        ("sweep", "--variant", "nope"): "unknown variant 'nope' (valid: all, per-turn, after-reply, keys, markers, keys-markers)",
+        ("sweep", "--variant", "nope"): "unknown variant 'nope' (valid: all, per-turn, after-reply, keys, markers, keys-markers, agent-keyed, agent-keyless, agent-lookup)",
         ("sweep", "--job", "absent.yaml"): "absent.yaml: no such job file",
         ("sweep", "--job", str(broken)): "invalid YAML",
         ("sweep", "--store", "disk"): "'disk' is not one of 'memory', 'files'",
@@ -76,13 +78,13 @@ def test_the_agent_sweep_and_its_own_errors(cli):
                             "asks", "approvals", "calls_plus"}
     code, _, err = cli("sweep", "--loop", "agent", "--tracker", "sometimes")
     assert code == 2 and "unknown tracker 'sometimes' (valid: all, keyed, keyless, lookup)" in err
-    code, _, err = cli("sweep", "--job", "scenarios/approval.yaml")
+    code, _, err = cli("sweep", "--job", "approval")
     assert code == 2 and "only the agent's own loop handles: use --loop agent" in err
 
 
 def test_no_progress_bar_leaks_into_output_for_scripts(cli):
     for fmt in ("json", "csv"):
-        code, out, err = cli("sweep", "--store", "files", "--format", fmt)
+        code, out, err = cli("sweep", "--format", fmt)
         assert code == 0 and err == ""
         assert out.startswith("[" if fmt == "json" else "variant,")
 
@@ -96,7 +98,42 @@ def test_an_unwritable_out_is_one_line_and_exit_2(cli, tmp_path):
 
 def test_a_design_refuses_the_harder_jobs_in_every_command(cli):
     for command in (("sweep", "--variant", "keys"), ("points", "keys"), ("explain", "keys:3"), ("plot",)):
-        code, out, err = cli(*command, "--job", "scenarios/server-dies.yaml")
+        code, out, err = cli(*command, "--job", "server-dies")
         assert (code, out, err.count("\n")) == (2, "", 1), command
         assert "only the agent's own loop handles" in err and "Traceback" not in err
-    assert cli("explain", "agent-keyed:3", "--job", "scenarios/server-dies.yaml")[0] == 0
+    assert cli("explain", "agent-keyed:3", "--job", "server-dies")[0] == 0
+
+
+def test_plot_writes_the_format_its_extension_names(cli, tmp_path):
+    pytest.importorskip("matplotlib")
+    for name, magic in (("sweep.svg", b"<?xml"), ("sweep.PDF", b"%PDF")):  # PNG: tests/test_plot.py
+        code, out, _ = cli("plot", "--variant", "keys", "--job", "read-only", "--out", str(tmp_path / name))
+        assert code == 0 and out == f"wrote {tmp_path / name}\n"
+        assert (tmp_path / name).read_bytes().startswith(magic), name
+
+
+def test_jobs_lists_the_shipped_jobs_for_people_and_scripts(cli):
+    code, out, _ = cli("jobs", "--format", "json")
+    listed = json.loads(out)
+    assert code == 0 and [j["name"] for j in listed][:2] == ["approval", "one-per-turn"]
+    assert {"name": "triage", "calls": 4,
+            "description": "the chapter's job: two issues, a search, a comment on the first issue"} in listed
+    code, out, _ = cli("jobs")
+    assert out.splitlines()[0].split() == ["job", "calls", "description"] and len(out.splitlines()) == 7
+
+
+def test_points_lines_stay_within_the_terminal_width_however_long_the_job(cli, tmp_path, monkeypatch):
+    """Output linear in the points: no line is padded to the widest checkpoint, each is cut at the width."""
+    calls = ", ".join(f"{{id: S{k}, tool: search, args: {{query: q}}}}" for k in range(200))
+    (tmp_path / "wide.yaml").write_text(f"name: many\nturns:\n  - calls: [{calls}]\n  - answer: a\n")
+    monkeypatch.setenv("COLUMNS", "100")
+    code, out, _ = cli("points", "keys", "--job", str(tmp_path / "wide.yaml"))
+    lines = out.splitlines()
+    assert code == 0 and len(lines) > 600 and max(map(len, lines)) == 100
+    assert lines[1].split() == ["1", "temp", "#1", "start", "nothing", "|", "-"]  # short lines are not padded
+    assert lines[-1].endswith("…")
+
+
+def test_crashlab_alone_prints_its_help(cli):
+    code, out, err = cli()
+    assert (code, err) == (0, "") and out.startswith("Usage: crashlab") and "crashlab schema" in out

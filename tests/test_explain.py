@@ -93,11 +93,11 @@ def test_sweep_list_names_each_scenario_with_the_command_that_explains_it(cli):
     lines = out.splitlines()
     assert len(lines) == 306  # the table's "with dups" for after-reply
     assert lines[0].split() == ["after-reply:1:6", "temp", "crashlab", "explain", "after-reply:1:6", "--job",
-                                "scenarios/triage.yaml"]
+                                "triage"]
     code, out, _ = cli("sweep", "--variant", "markers", "--list", "asks", "--format", "json")
     asks = json.loads(out)
-    assert {"id": "markers:9", "first_crash": "accepted", "command": "crashlab explain markers:9 --job scenarios/triage.yaml"} in asks
-    assert all(a["command"] == f"crashlab explain {a['id']} --job scenarios/triage.yaml" for a in asks)
+    assert {"id": "markers:9", "first_crash": "accepted", "command": "crashlab explain markers:9 --job triage"} in asks
+    assert all(a["command"] == f"crashlab explain {a['id']} --job triage" for a in asks)
 
 
 def test_sweep_out_writes_the_results(cli, tmp_path):
@@ -110,7 +110,7 @@ def test_sweep_out_writes_the_results(cli, tmp_path):
     assert [r["variant"] for r in json.loads((tmp_path / "r" / "summary.json").read_text())] == ["keys", "markers"]
     assert (tmp_path / "r" / "summary.csv").read_text().startswith("variant,name,once,")
     manifest = json.loads((tmp_path / "r" / "manifest.json").read_text())
-    assert set(manifest) == {"crashlab", "job", "job_sha256", "command", "date"}
+    assert set(manifest) == {"crashlab", "job", "job_sha256", "command", "date", "python", "dependencies"}
     assert manifest["command"].startswith("crashlab sweep --variant keys,markers")
     assert len(manifest["job_sha256"]) == 64
 

@@ -1,8 +1,15 @@
 """The job YAML contract: the triage job loads; anything else names the file, the place and the problem."""
 
-import pytest
+import hashlib
+import json
 
-from crashlab.job import JobError, load_job
+import pytest
+import yaml
+
+from crashlab.job import ID_GRAMMAR, TEXT_LIMITS, JobError, find_job, load_job, parse_job, shipped_jobs
+from crashlab.schema import conforms
+
+from .conftest import SCENARIOS
 
 
 def write(tmp_path, text):
@@ -65,3 +72,65 @@ def test_invalid_yaml_names_the_line(tmp_path):
 def test_a_missing_file_is_named(tmp_path):
     with pytest.raises(JobError, match="no such job file"):
         load_job(tmp_path / "absent.yaml")
+
+
+def test_every_shipped_job_loads_by_name_with_a_description_and_the_hash_of_its_bytes():
+    assert shipped_jobs() == ["approval", "one-per-turn", "read-only", "server-dies", "triage", "wide"]
+    for name in shipped_jobs():
+        job = find_job(name)
+        assert job.source == name and job.name == name and job.description
+        assert job.sha256 == hashlib.sha256((SCENARIOS / f"{name}.yaml").read_bytes()).hexdigest()
+
+
+def test_a_job_spec_is_a_path_when_it_looks_like_one(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "triage").write_text("name: mine\nturns: [{answer: a}]\n")
+    assert find_job("triage").name == "mine"  # an existing file wins over the shipped job
+    with pytest.raises(JobError, match="^other.yaml: no such job file$"):
+        find_job("other.yaml")
+    with pytest.raises(JobError, match=r"no job file or shipped job 'other' \(shipped: approval, "):
+        find_job("other")
+
+
+def test_a_duplicate_key_names_its_line_and_the_first_one(tmp_path):
+    path = write(tmp_path, "name: x\nturns:\n  - answer: a\nname: y\n")
+    with pytest.raises(JobError, match=rf"^{path}: line 4: invalid YAML: duplicate key 'name' \(first on line 1\)$"):
+        load_job(path)
+
+
+def test_merge_keys_may_override_what_they_merge(tmp_path):
+    job = load_job(write(tmp_path, "name: x\nturns:\n  - calls: [{id: A, tool: create_issue, "
+                                   "args: {<<: {title: t, body: b}, body: c}}]\n  - answer: a\n"))
+    assert job.calls[0].args == {"title": "t", "body": "c"}
+
+
+SCHEMA_REFUSES = [
+    {"name": "x"},
+    {"name": "a b", "turns": [{"answer": "a"}]},
+    {"name": "x", "turns": [{"answer": 5}]},
+    {"name": "x", "turns": [{"calls": [{"id": "A", "tool": "create_issue", "args": {"title": 5, "body": "b"}}]}]},
+    {"name": "x", "turns": [{"calls": [{"id": "A", "tool": "search", "args": {"query": "q" * 257}}]}]},
+    {"name": "x", "turns": [{"calls": [{"id": "A", "tool": "comment", "args": {"issue": 0, "body": "b"}}]}]},
+    {"name": "x", "turns": [{"calls": [{"id": "A", "tool": "comment", "args": {"issue": True, "body": "b"}}]}]},
+    {"name": "x", "turns": [{"calls": [{"id": "A", "tool": "delete", "args": {}}]}]},
+    {"name": "x", "turns": [{"calls": [{"id": "A", "tool": "search", "args": {"query": "q"}, "retries": 3}]}]},
+]
+
+
+def test_the_schema_holds_every_shipped_job_and_refuses_what_the_reader_refuses_by_type_or_size():
+    """crashlab.schema mirrors the reader's types and limits for editors; it must not drift from it."""
+    for name in shipped_jobs():
+        assert conforms(yaml.safe_load((SCENARIOS / f"{name}.yaml").read_text())), name
+    for data in SCHEMA_REFUSES:
+        assert not conforms(data), data
+        with pytest.raises(JobError):
+            parse_job(data)
+
+
+def test_crashlab_schema_prints_the_json_schema(cli):
+    code, out, _ = cli("schema")
+    schema = json.loads(out)
+    assert code == 0 and schema["$schema"].startswith("https://json-schema.org/")
+    call = schema["$defs"]["CreateIssue"]
+    assert call["properties"]["id"]["pattern"] == f"^{ID_GRAMMAR}$"
+    assert schema["$defs"]["CreateIssueArgs"]["properties"]["title"]["maxLength"] == TEXT_LIMITS["title"]
