@@ -14,10 +14,13 @@ $(INSTALLED): pyproject.toml
 	touch $@
 
 # The book's table, checked against the golden file, with every scenario written to results/; then
-# the agent's own loop against the three trackers, and the pictures of both.
+# the agent's own loop against the three trackers, on the triage job and the two harder ones, each
+# checked against its golden file; and the pictures of both.
 sweep: $(INSTALLED)
 	$(BIN)/crashlab sweep --variant all --check results/book.txt --out results
-	$(BIN)/crashlab sweep --loop agent --tracker all --out results/agent
+	$(BIN)/crashlab sweep --loop agent --tracker all --check results/agent/golden.txt --out results/agent
+	$(BIN)/crashlab sweep --loop agent --job server-dies --check results/agent/server-dies.txt > /dev/null
+	$(BIN)/crashlab sweep --loop agent --job approval --check results/agent/approval.txt > /dev/null
 	$(BIN)/crashlab plot --out results/sweep.png
 	$(BIN)/crashlab plot --loop agent --out results/agent/sweep.png
 
