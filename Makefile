@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
 
-.PHONY: sweep test bench clean
+.PHONY: sweep test test-slow bench clean
 
 $(INSTALLED): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -25,7 +25,11 @@ sweep: $(INSTALLED)
 	$(BIN)/crashlab plot --loop agent --out results/agent/sweep.png
 
 test: $(INSTALLED)
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -m "not slow"
+
+# The slower suites: CI runs them after `make test`.
+test-slow: $(INSTALLED)
+	$(BIN)/pytest -q -m slow
 
 bench: $(INSTALLED)
 	$(BIN)/python scripts/bench.py

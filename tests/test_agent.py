@@ -17,7 +17,7 @@ from crashlab.world import World
 from .conftest import SCENARIOS
 from .strategies import jobs
 
-JOBS = ["triage", "server-dies", "approval", "wide", "one-per-turn", "read-only"]
+JOBS = ["triage", "server-dies", "approval", pytest.param("wide", marks=pytest.mark.slow), "one-per-turn", "read-only"]
 
 
 def check_guarantees(job):
@@ -155,6 +155,7 @@ def test_a_corrupt_checkpoint_stops_the_loop_instead_of_starting_over(tmp_path):
     assert world.model.calls == 3 and len(world.tracker.records) == 3  # nothing was done again
 
 
+@pytest.mark.slow
 def test_the_file_store_gives_the_agent_the_identical_outcome_in_every_scenario():
     job = load_job(SCENARIOS / "approval.yaml")
     agent = AGENTS["agent-keyless"]  # the tracker with the most to lose: asks, approvals, every rung

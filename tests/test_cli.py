@@ -137,3 +137,37 @@ def test_points_lines_stay_within_the_terminal_width_however_long_the_job(cli, t
 def test_crashlab_alone_prints_its_help(cli):
     code, out, err = cli()
     assert (code, err) == (0, "") and out.startswith("Usage: crashlab") and "crashlab schema" in out
+
+
+@pytest.mark.slow
+def test_the_progress_bar_counts_scenarios_on_a_real_terminal(tmp_path):
+    """On a pseudo-terminal, a sweep longer than a second (files make it so) shows a bar that counts scenarios."""
+    import fcntl
+    import os
+    import pty
+    import struct
+    import subprocess
+    import sys
+    import termios
+
+    leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))  # a terminal has a width
+    done = subprocess.run(
+        [sys.executable, "-c", "from crashlab.cli import main; main()", "sweep", "--loop", "agent", "--job", "approval", "--store", "files",
+         "--format", "json"],
+        stdout=subprocess.PIPE, stderr=follower, stdin=subprocess.DEVNULL, timeout=120, cwd=tmp_path,
+    )
+    os.close(follower)
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        shown += chunk
+    os.close(leader)
+    assert done.returncode == 0
+    assert json.loads(done.stdout)[0]["variant"] == "agent-keyed"  # stdout stays clean JSON
+    assert b"scenario" in shown and b"/4797" in shown  # 1611 + 1593 + 1593 scenarios, counted as they run

@@ -29,6 +29,7 @@ def test_the_triage_sweep_reproduces_the_published_table(book_rows):
     assert len(book_rows) == 5
 
 
+@pytest.mark.slow
 def test_the_file_store_gives_the_identical_table(book_rows):
     with file_stores() as stores:
         assert [astuple(r) for r in table(load_job(SCENARIOS / "triage.yaml"), stores)] == [
@@ -56,7 +57,7 @@ def check_invariants(job):
     return rows
 
 
-@pytest.mark.parametrize("name", ["triage", "one-per-turn", "wide", "read-only"])
+@pytest.mark.parametrize("name", ["triage", "one-per-turn", pytest.param("wide", marks=pytest.mark.slow), "read-only"])
 def test_the_invariants_hold_on_every_shipped_job(name):
     rows = check_invariants(load_job(SCENARIOS / f"{name}.yaml"))
     if name != "read-only":  # the harness can see a duplicate when there is one to see
