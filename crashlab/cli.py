@@ -303,7 +303,7 @@ def tracker_show(directory: Path, fmt: str) -> None:
         return
     body = [[r["kind"], r["number"], r["call"], r["key"] or "-", r["issue"] or "",
              r["text"].splitlines()[0], "DUPLICATE" if r["duplicate"] else ""] for r in rows]
-    click.echo(tabulate(body, headers=["kind", "#", "call", "key", "on", "text", ""], tablefmt="simple")
+    click.echo(tabulate(body, headers=["kind", "#", "call", "key", "on", "text", "dup"], tablefmt="simple")
                if rows else "no records")
 
 

@@ -23,7 +23,7 @@ from typing import Any
 
 from .job import Call, Job
 from .points import Recorder
-from .world import TRACKER_MODES, ApprovalDesk, Model, Person, Record, TrackerProtocol, World
+from .world import TRACKER_MODES, ApprovalDesk, Model, Person, Record, Tracker, TrackerProtocol, World
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -122,7 +122,8 @@ class SqliteTracker:
     """The tracker of `crashlab.world.Tracker`, with its records and keys in a database file.
 
     Numbering is the same (issues and comments each from 1), and so are the modes: ``keyed``
-    honours a key, ``lookup`` remembers it only to answer lookups, ``keyless`` ignores it.
+    honours a key, ``lookup`` remembers it only to answer lookups, ``keyless`` ignores it. A search
+    reads the records and matches in Python, as the in-memory one does (SQL's lower() is ASCII only).
     """
 
     def __init__(self, points: Recorder, db: Database, mode: str = "keyed"):
@@ -136,13 +137,10 @@ class SqliteTracker:
     def records(self) -> list[Record]:
         return self.db.records()
 
-    @property
-    def honours_keys(self) -> bool:
-        return self.mode == "keyed"
-
-    @property
-    def answers_lookups(self) -> bool:
-        return self.mode in ("keyed", "lookup")
+    # What a mode means, and what a search finds in the records, are the in-memory tracker's own.
+    honours_keys = Tracker.honours_keys
+    answers_lookups = Tracker.answers_lookups
+    search = Tracker.search
 
     def request(self, call: Call, args: dict[str, Any], key: str | None = None) -> int:
         """Apply a changing request; the record and its key are committed before the answer leaves."""
@@ -165,13 +163,6 @@ class SqliteTracker:
         self.points.note("request", call.tool, call=call.id, key=key, applied=known is None, answer=number)
         self.points.hit("accepted")
         return number
-
-    def search(self, call: Call, query: str) -> list[int]:
-        """Read only. Matched in Python, not with SQL's ASCII-only lower(), to find what the other finds."""
-        needle = query.lower()
-        found = [r.number for r in self.records if r.kind == "issue" and needle in r.text.lower()]
-        self.points.note("request", call.tool, call=call.id, key=None, applied=False, answer=found)
-        return found
 
     def lookup(self, key: str) -> int | None:
         if not self.answers_lookups:
