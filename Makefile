@@ -24,10 +24,13 @@ sweep: $(INSTALLED)
 	$(BIN)/crashlab plot --out results/sweep.png
 	$(BIN)/crashlab plot --loop agent --out results/agent/sweep.png
 
+# The fast suite; `make test-slow` runs the rest: real processes killed at every crash point, and
+# whole sweeps on SQLite. Exit 5 (no test collected) is not a failure: a marker may select none.
 test: $(INSTALLED)
 	$(BIN)/pytest -q -m "not slow"
 
-# The slower suites: CI runs them after `make test`.
+# The slower suites (real processes killed at every crash point, file-store equivalence, a real
+# terminal): CI runs them after `make test`.
 test-slow: $(INSTALLED)
 	$(BIN)/pytest -q -m slow
 

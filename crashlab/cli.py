@@ -15,6 +15,7 @@ from tqdm import tqdm
 
 from . import explain as explaining
 from . import report
+from . import run as running
 from .designs import DESIGNS
 from .job import Job, JobError, find_job, shipped_jobs, shown
 from .points import HarnessError
@@ -150,6 +151,7 @@ def cli(ctx: click.Context) -> None:
     crashlab sweep --loop agent         the agent's own loop against three kinds of tracker
     crashlab jobs                       the shipped jobs, for --job NAME
     crashlab schema                     the job file's JSON Schema, for editors
+    crashlab run JOB --dir DIR          the agent's loop as a real process: kill -9 it, run it again
     """
     if ctx.invoked_subcommand is None:
         click.echo(ctx.get_help())
@@ -360,6 +362,95 @@ def terminate(signum: int, frame) -> None:
     """
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     raise SystemExit(128 + signum)
+
+
+@cli.command("run")
+@click.argument("job_path", metavar="JOB")
+@click.option("--dir", "directory", required=True, type=click.Path(path_type=Path), metavar="DIR",
+              help="The run directory: tracker.sqlite, checkpoint.json and lock. Made if absent; its parent must exist.")
+@click.option("--tracker", "tracker_mode", type=click.Choice(TRACKER_MODES),
+              help="What the tracker does with keys. Default: the directory's own, keyed for a new one; "
+                   "a directory is never resumed under another.")
+@click.option("--person", type=click.Choice(list(running.PERSONS)), default="ask", show_default=True,
+              help="Who answers: ask (on the terminal, showing the tracker's records); auto or yes (from the "
+                   "tracker's records, approving every gated call); no (refuses every gated call, denies every call).")
+@click.option("--crash-at", "kill_at", type=click.IntRange(min=1), metavar="N",
+              help="SIGKILL this process at its N-th crash point (numbered as the sweep numbers them).")
+@click.option("--pace", type=click.FloatRange(min=0), default=0.0, metavar="SECONDS",
+              help="Sleep SECONDS at every crash point, to leave time to kill it by hand.")
+def run_command(job_path: str, directory: Path, tracker_mode: str | None, person: str, kill_at: int | None,
+                pace: float) -> None:
+    """Run JOB with the agent's own loop as a real process, against a SQLite tracker in DIR.
+
+    Kill it at any moment (Ctrl-C, kill -9) and run the same command again: it resumes from
+    DIR/checkpoint.json and finishes with no duplicate and nothing lost under the keyed or lookup
+    tracker (under keyless it asks the person). Each crash point is printed to stderr as it passes.
+    Run again after it finished, it says so and changes nothing. Only one run at a time may use DIR.
+
+    \b
+    crashlab run scenarios/triage.yaml --dir run1 --pace 0.5     then kill -9 it, and run it again
+    crashlab tracker show run1                                   what the tracker holds
+    crashlab checkpoint show run1                                what the checkpoint holds
+    """
+    job = open_job(job_path)
+    try:
+        finished = running.run(job, directory, tracker_mode, person, kill_at, pace)
+    except running.RunError as error:
+        raise Failure(str(error)) from None
+    held = ", ".join(explaining.describe(r) for r in finished.records) or "nothing"
+    if finished.already:
+        click.echo(f"{directory}: already finished, nothing to do. The tracker holds {held}.")
+    else:
+        click.echo(f"finished: {finished.checkpoint.answer}")
+        click.echo(f"the tracker holds {held}")
+
+
+@cli.group("tracker")
+def tracker_group() -> None:
+    """Look at a run directory's tracker."""
+
+
+@tracker_group.command("show")
+@click.argument("directory", metavar="DIR", type=click.Path(path_type=Path))
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+def tracker_show(directory: Path, fmt: str) -> None:
+    """List DIR's tracker records in the order they were made, marking a call's duplicates.
+
+    A duplicate is a second record made by the same script call: the work was done twice.
+    """
+    try:
+        rows = running.tracker_rows(directory)
+    except running.RunError as error:
+        raise Failure(str(error)) from None
+    if fmt == "json":
+        click.echo(json.dumps(rows, indent=2))
+        return
+    body = [[r["kind"], r["number"], r["call"], r["key"] or "-", r["issue"] or "",
+             r["text"].splitlines()[0], "DUPLICATE" if r["duplicate"] else ""] for r in rows]
+    click.echo(tabulate(body, headers=["kind", "#", "call", "key", "on", "text", "dup"], tablefmt="simple")
+               if rows else "no records")
+
+
+@cli.group("checkpoint")
+def checkpoint_group() -> None:
+    """Look at a run directory's checkpoint."""
+
+
+@checkpoint_group.command("show")
+@click.argument("directory", metavar="DIR", type=click.Path(path_type=Path))
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def checkpoint_show(directory: Path, fmt: str) -> None:
+    """Print DIR's checkpoint: in the short form explain uses, or its JSON.
+
+    \b
+    T1 closed A=1 B=2 · T2 open S=[1] C:marker
+    turn 1 closed with results for A and B; turn 2 open, S's result saved, C's attempt marker with no result
+    """
+    try:
+        checkpoint = running.read_checkpoint(directory)
+    except running.RunError as error:
+        raise Failure(str(error)) from None
+    click.echo(json.dumps(json.loads(checkpoint.to_json()), indent=2) if fmt == "json" else checkpoint.summary())
 
 
 def main() -> None:

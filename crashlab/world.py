@@ -8,8 +8,9 @@ issue tracker and the same model provider.
 
 from __future__ import annotations
 
+from collections.abc import MutableMapping, MutableSet
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from .job import Call, Job, Turn
 from .points import Recorder
@@ -28,6 +29,34 @@ class Record:
     key: str | None = None
     issue: int | None = None  # the issue a comment is on
     text: str = ""
+
+
+class TrackerProtocol(Protocol):
+    """What a loop, the person and the verdict ask of a tracker; a loop cannot tell which one it has.
+
+    Two implement it: `Tracker` here, in memory (the sweep's fast default), and
+    `crashlab.sqlite.SqliteTracker`, in a database file that outlives a real process.
+    """
+
+    points: Recorder
+    mode: str
+
+    @property
+    def records(self) -> list[Record]: ...
+
+    @property
+    def honours_keys(self) -> bool: ...
+
+    @property
+    def answers_lookups(self) -> bool: ...
+
+    def request(self, call: Call, args: dict[str, Any], key: str | None = None) -> int: ...
+
+    def search(self, call: Call, query: str) -> list[int]: ...
+
+    def lookup(self, key: str) -> int | None: ...
+
+    def made_by(self, call_id: str) -> list[Record]: ...
 
 
 class Tracker:
@@ -107,7 +136,7 @@ class Person:
     the job's own design and should be paid exactly once per gated call.
     """
 
-    def __init__(self, points: Recorder, tracker: Tracker, approves: bool = True):
+    def __init__(self, points: Recorder, tracker: TrackerProtocol, approves: bool = True):
         self.points = points
         self.tracker = tracker
         self.approves = approves
@@ -149,14 +178,22 @@ class ApprovalDesk:
     decision spares the person a second question.
     """
 
-    def __init__(self, points: Recorder, person: Person, mode: str = "remembers"):
+    def __init__(
+        self,
+        points: Recorder,
+        person: Person,
+        mode: str = "remembers",
+        pending: MutableSet[str] | None = None,
+        decided: MutableMapping[str, bool] | None = None,
+    ):
         if mode not in DESK_MODES:
             raise ValueError(f"unknown desk mode {mode!r} (valid: {', '.join(DESK_MODES)})")
         self.points = points
         self.person = person
         self.remembers = mode == "remembers"
-        self._pending: set[str] = set()
-        self._decided: dict[str, bool] = {}
+        # Both in memory by default; a world in a database file passes its own durable ones.
+        self._pending: MutableSet[str] = set() if pending is None else pending
+        self._decided: MutableMapping[str, bool] = {} if decided is None else decided
 
     def approve(self, call: Call, key: str) -> bool:
         self.points.guard("an approval requested")
@@ -199,12 +236,12 @@ class Model:
 
 @dataclass
 class World:
-    tracker: Tracker
+    tracker: TrackerProtocol
     person: Person
     desk: ApprovalDesk
     model: Model
     #: Calls whose tool server has already died once after the tracker accepted them.
-    servers_died: set[str] = field(default_factory=set)
+    servers_died: MutableSet[str] = field(default_factory=set)
 
     @classmethod
     def new(

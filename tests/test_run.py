@@ -1,0 +1,128 @@
+"""`crashlab run` is a real program: it resumes after a real SIGKILL, refuses what it must, shows its world."""
+
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+
+from crashlab.checkpoint import Checkpoint, TurnRecord
+from crashlab.job import Call, load_job
+from crashlab.points import Recorder
+from crashlab.run import locked
+from crashlab.sqlite import Database, open_world
+
+from .conftest import ROOT, SCENARIOS
+
+TRIAGE = str(SCENARIOS / "triage.yaml")
+
+
+def crashlab(*args: str) -> subprocess.CompletedProcess:
+    """The real program in a process of its own, as a user starts it."""
+    return subprocess.run([sys.executable, "-m", "crashlab", *args], cwd=ROOT, capture_output=True, text=True, timeout=60)
+
+
+def calls(rows):
+    return [r["call"] for r in rows]
+
+
+def test_a_process_killed_at_a_crash_point_dies_there_and_the_next_one_finishes(tmp_path):
+    run_dir = str(tmp_path / "run")
+    killed = crashlab("run", TRIAGE, "--dir", run_dir, "--person", "auto", "--crash-at", "9")
+    assert killed.returncode == -signal.SIGKILL
+    assert killed.stderr.splitlines()[-1] == "point 9 accepted  turn 1 call A (create_issue)"
+    assert crashlab("checkpoint", "show", run_dir).stdout == "T1 open A:marker B:-\n"
+
+    resumed = crashlab("run", TRIAGE, "--dir", run_dir, "--person", "auto")
+    assert resumed.returncode == 0, resumed.stderr
+    assert "resuming" in resumed.stderr and "T1 open A:marker B:-" in resumed.stderr
+    assert resumed.stdout.splitlines()[-1] == "the tracker holds issue #1 (A), issue #2 (B), comment #1 on #1 (C)"
+
+
+def test_running_a_finished_run_again_says_so_and_changes_nothing(cli, tmp_path):
+    run_dir = tmp_path / "run"
+    assert cli("run", TRIAGE, "--dir", str(run_dir), "--person", "auto")[0] == 0
+    before = (run_dir / "checkpoint.json").read_bytes(), cli("tracker", "show", str(run_dir), "--format", "json")[1]
+    code, out, err = cli("run", TRIAGE, "--dir", str(run_dir))
+    assert (code, err) == (0, "")
+    assert out.startswith(f"{run_dir}: already finished, nothing to do.")
+    assert before == ((run_dir / "checkpoint.json").read_bytes(), cli("tracker", "show", str(run_dir), "--format", "json")[1])
+
+
+def test_tracker_show_lists_every_record_and_marks_a_calls_duplicates(cli, tmp_path):
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    a = Call("A", "create_issue", {"title": "Login fails", "body": "blank page"})
+    with Database(run_dir / "tracker.sqlite") as db:
+        tracker = open_world(db, load_job(TRIAGE), Recorder(), "keyless").tracker
+        tracker.request(a, a.args, key="k1")
+        tracker.request(a, a.args, key="k1")  # keyless: applied twice
+    code, out, _ = cli("tracker", "show", str(run_dir), "--format", "json")
+    rows = json.loads(out)
+    assert code == 0 and calls(rows) == ["A", "A"] and [r["number"] for r in rows] == [1, 2]
+    assert all(r["duplicate"] for r in rows) and rows[0]["text"] == "Login fails\nblank page"
+    assert set(rows[0]) == {"kind", "number", "call", "key", "issue", "text", "duplicate"}
+    code, out, _ = cli("tracker", "show", str(run_dir))
+    assert code == 0 and out.count("DUPLICATE") == 2 and "Login fails" in out
+
+
+def test_checkpoint_show_prints_the_short_form_or_the_json(cli, tmp_path):
+    run_dir = str(tmp_path / "run")
+    cli("run", TRIAGE, "--dir", run_dir, "--person", "auto")
+    assert cli("checkpoint", "show", run_dir)[1] == "T1 closed A=1 B=2 · T2 closed S=[1] C=1 · finished\n"
+    data = json.loads(cli("checkpoint", "show", run_dir, "--format", "json")[1])
+    assert data["answer"].startswith("Filed two issues") and len(data["run"]) == 32  # a uuid4, in hex
+
+
+def test_a_second_run_on_a_locked_directory_exits_2_and_does_nothing(cli, tmp_path):
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    with locked(run_dir):
+        code, out, err = cli("run", TRIAGE, "--dir", str(run_dir), "--person", "auto")
+    assert (code, out) == (2, "")
+    assert f"{run_dir} is in use by another crashlab run (pid {os.getpid()})" in err and err.count("\n") == 1
+    assert not (run_dir / "checkpoint.json").exists()
+
+
+def test_bad_input_is_one_line_and_exit_2(cli, tmp_path):
+    made = tmp_path / "made"
+    assert cli("run", TRIAGE, "--dir", str(made), "--tracker", "keyless", "--person", "auto")[0] == 0
+    corrupt = tmp_path / "corrupt"
+    corrupt.mkdir()
+    (corrupt / "tracker.sqlite").touch()
+    (corrupt / "checkpoint.json").write_text('{"format": 1, "run": "x", "tu')
+    cases = {
+        ("run", TRIAGE, "--dir", str(tmp_path / "absent" / "run")): "absent does not exist",
+        ("run", TRIAGE, "--dir", str(made), "--tracker", "keyed"): "was made for tracker 'keyless', not 'keyed'",
+        ("run", str(SCENARIOS / "approval.yaml"), "--dir", str(made)): "belongs to another job: its turn 1",
+        ("run", TRIAGE, "--dir", str(corrupt)): "corrupt or truncated checkpoint",
+        ("run", TRIAGE, "--dir", str(made), "--tracker", "sometimes"): "'sometimes' is not one of 'keyed', 'keyless', 'lookup'",
+        ("run", TRIAGE, "--dir", str(made), "--person", "maybe"): "'maybe' is not one of 'ask', 'yes', 'no', 'auto'",
+        ("run", "absent.yaml", "--dir", str(made)): "absent.yaml: no such job file",
+        ("tracker", "show", str(tmp_path / "nowhere")): "no such run directory",
+        ("tracker", "show", str(tmp_path)): "not a run directory (no tracker.sqlite)",
+        ("checkpoint", "show", str(tmp_path / "nowhere")): "no such run directory",
+    }
+    for args, message in cases.items():
+        code, out, err = cli(*args)
+        assert (code, out) == (2, ""), args
+        assert err.count("\n") == 1 and message in err and "Traceback" not in err, (args, err)
+
+
+def test_the_person_on_the_terminal_sees_the_trackers_records_and_answers(cli, tmp_path, monkeypatch):
+    """Under the keyless tracker, a marker with no result is a question only the person can answer."""
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    job = load_job(TRIAGE)
+    a = job.turns[0].calls[0]
+    with Database(run_dir / "tracker.sqlite") as db:
+        open_world(db, job, Recorder(), "keyless").tracker.request(a, a.args, key="k")  # it did happen, as #1
+    died_after_a = Checkpoint.new("r").with_turn(TurnRecord.reply(1, job.turns[0].calls)).with_marker("A")
+    (run_dir / "checkpoint.json").write_bytes(died_after_a.to_json())
+    monkeypatch.setattr("sys.stdin", io.StringIO("1\n"))
+    code, out, err = cli("run", TRIAGE, "--dir", str(run_dir))
+    assert code == 0, err
+    assert "  issue #1 (A)  key k  'Login fails on Safari'" in err
+    assert "Did call A (create_issue) reach the tracker? Its number, or no (1, no) [1]:" in err
+    assert out.splitlines()[-1] == "the tracker holds issue #1 (A), issue #2 (B), comment #1 on #1 (C)"
