@@ -388,7 +388,7 @@ def run_command(job_path: str, directory: Path, tracker_mode: str | None, person
     Run again after it finished, it says so and changes nothing. Only one run at a time may use DIR.
 
     \b
-    crashlab run scenarios/triage.yaml --dir run1 --pace 0.5     then kill -9 it, and run it again
+    crashlab run triage --dir run1 --pace 0.5     then kill -9 it, and run it again
     crashlab tracker show run1                                   what the tracker holds
     crashlab checkpoint show run1                                what the checkpoint holds
     """
