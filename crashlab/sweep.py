@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from .agent import AgentVariant
+from .checkpoint import Checkpoint
 from .designs import DESIGNS
 from .job import Call, Job
 from .points import Crash, HarnessError, Recorder, Where
@@ -82,6 +83,7 @@ class ScenarioRun:
     points: Recorder
     world: World
     store: Store
+    final: Checkpoint  # what the store held when the last process finished
 
     @property
     def id(self) -> str:
@@ -95,9 +97,8 @@ class ScenarioRun:
         return [(e.label, e.where) for e in self.points.points(process)]
 
     def outcome(self, job: Job, baseline_calls: int) -> Outcome:
-        final = self.store.read()
-        results = final.results() if final else {}
-        refused = {cid for turn in final.turns for cid, ok in turn.approvals.items() if not ok} if final else set()
+        results = self.final.results()
+        refused = {cid for turn in self.final.turns for cid, ok in turn.approvals.items() if not ok}
         dups, missing, wrong = {}, [], []
         for call in job.changing_calls:
             made = self.world.tracker.made_by(call.id)
@@ -146,8 +147,7 @@ def run_scenario(variant: Variant, job: Job, crashes: tuple[int, ...], store: St
         check_death(points, returned)
         if points.dead is None:
             break
-    check_finished(points, durable)
-    return ScenarioRun(variant, crashes, points, world, durable)
+    return ScenarioRun(variant, crashes, points, world, durable, check_finished(points, durable))
 
 
 def check_death(points: Recorder, returned: bool) -> None:
@@ -169,7 +169,8 @@ def check_death(points: Recorder, returned: bool) -> None:
         )
 
 
-def check_finished(points: Recorder, store: Store) -> None:
+def check_finished(points: Recorder, store: Store) -> Checkpoint:
+    """The finished checkpoint the last process left durable; anything else fails the scenario."""
     final = store.read()
     if final is None or not final.finished:
         found = final.summary() if final else "nothing"
@@ -177,6 +178,7 @@ def check_finished(points: Recorder, store: Store) -> None:
             f"{points.scenario}: process {points.process} returned, but the run is not finished "
             f"(the durable checkpoint: {found})"
         )
+    return final
 
 
 def check_retrace(run: ScenarioRun, process: int, expected: Trace, of: str) -> None:
