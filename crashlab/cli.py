@@ -7,6 +7,7 @@ import shlex
 import shutil
 import signal
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import click
@@ -20,10 +21,12 @@ from .designs import DESIGNS
 from .job import Job, JobError, find_job, shipped_jobs, shown
 from .points import HarnessError
 from .store import STORE_KINDS
-from .sweep import AGENTS, VARIANTS, StoreFactory, Variant, VariantSweep, finish, memory_stores, plan, run_scenario, stores
+from .sweep import AGENTS, VARIANTS, ScenarioResult, StoreFactory, Variant, VariantSweep, memory_stores, run_scenario, stores, sweep_variant
 from .world import TRACKER_MODES
 
 DEFAULT_JOB = "triage"
+#: `sweep --depth`: deeper than this, the scenarios of even a small job outnumber what a machine can run.
+MAX_DEPTH = 8
 #: `--loop`: the loops crashlab sweeps, each with its variants (every slug is a key of VARIANTS).
 LOOPS: dict[str, dict[str, Variant]] = {"designs": DESIGNS, "agent": AGENTS}
 #: `plot --out`: the picture formats, by file extension (crashlab.plot.FORMATS, which imports matplotlib).
@@ -87,9 +90,15 @@ def choose_variants(loop: str | None, variant: str | None, tracker: str | None) 
     return chosen
 
 
-def columns_for(variants: list[Variant]) -> report.Columns:
-    """The book's columns when every variant is a design, else the agent table's."""
-    return report.DESIGN_COLUMNS if all(v.slug in DESIGNS for v in variants) else report.AGENT_COLUMNS
+def every_scenario(sweeps: list[VariantSweep]) -> Iterator[ScenarioResult]:
+    """Each sweep's scenarios in turn, made one at a time: a deep sweep's millions are never all held."""
+    return (result for s in sweeps for result in s.scenarios())
+
+
+def columns_for(variants: list[Variant], depth: int = 2) -> report.Columns:
+    """The book's columns when every variant is a design, else the agent table's; a column per depth."""
+    columns = report.DESIGN_COLUMNS if all(v.slug in DESIGNS for v in variants) else report.AGENT_COLUMNS
+    return report.at_depth(columns, depth)
 
 
 def check_handles(job: Job, variants: list[Variant]) -> None:
@@ -98,16 +107,15 @@ def check_handles(job: Job, variants: list[Variant]) -> None:
             raise Failure(reason)
 
 
-def sweep_all(variants: list[Variant], job: Job, store: StoreFactory) -> list[VariantSweep]:
+def sweep_all(variants: list[Variant], job: Job, store: StoreFactory, depth: int, share: bool) -> list[VariantSweep]:
     """Sweep each variant, with a progress bar on stderr if that is a terminal and it takes a while.
 
-    The single crashes of every variant run first: they are a small part of the work and tell how
-    many scenarios there are, so the bar counts scenarios and its estimate holds.
+    The bar counts scenarios. How many there are is known only once the restarts have run, so it
+    shows the count and the rate, not a fraction.
     """
-    plans = [plan(v, job, store) for v in variants]
-    with tqdm(total=sum(p.total for p in plans), desc="sweep", unit="scenario", delay=1.0, file=sys.stderr,
-              disable=not sys.stderr.isatty(), leave=False) as bar:
-        return [finish(p, bar.update) for p in plans]
+    with tqdm(desc="sweep", unit="scenario", delay=1.0, file=sys.stderr, disable=not sys.stderr.isatty(),
+              leave=False) as bar:
+        return [sweep_variant(v, job, store, depth, share, bar.update) for v in variants]
 
 
 job_option = click.option(
@@ -172,8 +180,13 @@ def cli(ctx: click.Context) -> None:
 @click.option("--out", metavar="DIR",
               help="Also write scenarios.jsonl, summary.json, summary.csv and manifest.json into DIR (checked before "
                    "the sweep; written whole at the end).")
+@click.option("--depth", type=click.IntRange(1, MAX_DEPTH), default=2, show_default=True,
+              help="Crash up to this many processes per scenario (the book's sweep is 2).")
+@click.option("--no-share", "replay", is_flag=True,
+              help="Re-execute every scenario from nothing instead of restarting from the snapshot its crash left: "
+                   "slower, and the oracle that sharing must equal.")
 def sweep(job_spec: str, loop: str | None, variant: str | None, tracker: str | None, store: str, fmt: str,
-          golden: str | None, listing: str | None, out: str | None) -> None:
+          golden: str | None, listing: str | None, out: str | None, depth: int, replay: bool) -> None:
     """Crash the loop at every point, and its restart at every point, and count the damage.
 
     \b
@@ -190,7 +203,7 @@ def sweep(job_spec: str, loop: str | None, variant: str | None, tracker: str | N
     The five designs' table shows the first seven; any agent variant brings the agent table's columns.
     """
     variants = choose_variants(loop, variant, tracker)
-    columns = columns_for(variants)
+    columns = columns_for(variants, depth)
     job = open_job(job_spec)
     check_handles(job, variants)
     expected = None
@@ -207,11 +220,10 @@ def sweep(job_spec: str, loop: str | None, variant: str | None, tracker: str | N
             raise Failure(str(error)) from None
     try:
         with stores(store) as factory:
-            sweeps = sweep_all(variants, job, factory)
+            sweeps = sweep_all(variants, job, factory, depth, not replay)
         rows = [s.row() for s in sweeps]
-        scenarios = [result for s in sweeps for result in s.scenarios]
         if pending is not None:
-            pending.commit(job, rows, scenarios, columns)
+            pending.commit(job, rows, every_scenario(sweeps), columns)
     except report.ResultsError as error:
         raise Failure(str(error)) from None
     finally:
@@ -219,7 +231,7 @@ def sweep(job_spec: str, loop: str | None, variant: str | None, tracker: str | N
             pending.discard()
 
     if listing is not None:
-        chosen = [r for r in scenarios if LISTS[listing](r.outcome)]
+        chosen = [r for r in every_scenario(sweeps) if LISTS[listing](r.outcome)]
         commands = [f"crashlab explain {r.id} --job {shlex.quote(job_spec)}" for r in chosen]
         if fmt == "table":
             lines = [[r.id, r.labels[0], command] for r, command in zip(chosen, commands)]
@@ -232,7 +244,7 @@ def sweep(job_spec: str, loop: str | None, variant: str | None, tracker: str | N
         formats = {"table": report.table, "json": report.to_json, "csv": report.to_csv}
         click.echo(formats[fmt](rows, columns).rstrip("\n"))
     if out is not None:
-        click.echo(f"wrote {len(scenarios)} scenarios and the table to {out}/", err=True)
+        click.echo(f"wrote {sum(r.scenarios for r in rows)} scenarios and the table to {out}/", err=True)
     if expected is not None:
         differences = report.compare(rows, expected)
         for line in differences:
@@ -326,7 +338,7 @@ def plot(job_spec: str, loop: str | None, variant: str | None, tracker: str | No
         raise Failure("crashlab plot needs matplotlib: pip install 'crashlab[plot]'") from None
     job = open_job(job_spec)
     check_handles(job, variants)
-    sweeps = sweep_all(variants, job, memory_stores())
+    sweeps = sweep_all(variants, job, memory_stores(), depth=2, share=True)
     try:
         click.echo(f"wrote {draw(sweeps, out, title=f'crashlab sweep of {job.source}', fmt=fmt)}")
     except OSError as error:

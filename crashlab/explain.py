@@ -17,15 +17,17 @@ from .checkpoint import Checkpoint
 from .job import Job, shown
 from .points import Event
 from .sweep import VARIANTS, ScenarioRun, Variant, memory_stores, run_scenario
+from .sweep import scenario_id as id_of  # find_scenario's argument is the ID itself
 from .world import Record
 
 #: A scenario ID: a variant's slug, then one 1-based crash point per process that crashes, each
 #: after a colon, in ASCII digits. The crashes are one repeated group, so IDs with more crashes
 #: (``SLUG:I:J:K``) or a suffix after them (a fault choice, ``SLUG:I~2``) extend the grammar without
-#: a new parser; MAX_CRASHES is what the sweep runs today. A sign is allowed by the grammar so that
+#: a new parser; MAX_CRASHES is far deeper than any sweep goes, and only keeps a pasted ID from running
+#: for ever. A sign is allowed by the grammar so that
 #: ``keys:-1`` is answered "out of range", not "malformed".
 SCENARIO_ID = re.compile(r"(?P<slug>[a-z][a-z0-9-]*)(?P<crashes>(?::-?[0-9]+)+)")
-MAX_CRASHES = 2
+MAX_CRASHES = 100
 #: More digits than this name no crash point of any job a job file can hold.
 MAX_POINT_DIGITS = 9
 
@@ -46,13 +48,12 @@ def parse_scenario_id(text: str) -> ScenarioId:
     """Parse `text` as a whole (`fullmatch`: no trailing newline, ASCII digits only)."""
     match = SCENARIO_ID.fullmatch(text)
     if not match:
-        raise ScenarioError(f"malformed scenario ID {shown(text)} (expected SLUG:I or SLUG:I:J in ASCII digits, "
-                            f"e.g. after-reply:7; SLUG is one of {', '.join(VARIANTS)})")
+        raise ScenarioError(f"malformed scenario ID {shown(text)} (expected SLUG:I, SLUG:I:J and so on, in "
+                            f"ASCII digits, e.g. after-reply:7; SLUG is one of {', '.join(VARIANTS)})")
     variant = find_variant(match["slug"])
     numbers = match["crashes"][1:].split(":")
     if len(numbers) > MAX_CRASHES:
-        raise ScenarioError(f"scenario {shown(text)} crashes {len(numbers)} processes: at most {MAX_CRASHES} "
-                            "(SLUG:I or SLUG:I:J)")
+        raise ScenarioError(f"scenario {shown(text)} crashes {len(numbers)} processes: at most {MAX_CRASHES}")
     for number in numbers:
         if len(number.lstrip("-")) > MAX_POINT_DIGITS:
             raise ScenarioError(f"{variant.slug}: crash point {shown(number)} is out of range for any job")
@@ -71,18 +72,16 @@ def find_scenario(scenario_id: str, job: Job) -> ScenarioRun:
     variant, store = VARIANTS[parsed.slug], memory_stores()
     if reason := variant.refuses(job):
         raise ScenarioError(reason)
-    i = parsed.crashes[0]
-    n = run_scenario(variant, job, (), store).passed(1)
-    if not 1 <= i <= n:
-        raise ScenarioError(f"{variant.slug} passes crash points 1..{n} on job {job.name}: no point {i}")
-    if len(parsed.crashes) == 1:
-        return run_scenario(variant, job, (i,), store)
-    j = parsed.crashes[1]
-    reached = run_scenario(variant, job, (i,), store).passed(2)
-    if not 1 <= j <= reached:
-        valid = f"points 1..{reached}" if reached else "no points (the run was already finished)"
-        raise ScenarioError(f"the restart of {variant.slug}:{i} on job {job.name} reaches {valid}: no point {j}")
-    return run_scenario(variant, job, (i, j), store)
+    crashes = parsed.crashes
+    for k, point in enumerate(crashes):
+        reached = run_scenario(variant, job, crashes[:k], store).passed(k + 1)
+        if not 1 <= point <= reached:
+            if k == 0:
+                raise ScenarioError(f"{variant.slug} passes crash points 1..{reached} on job {job.name}: no point {point}")
+            valid = f"points 1..{reached}" if reached else "no points (the run was already finished)"
+            before = id_of(variant.slug, crashes[:k])
+            raise ScenarioError(f"the restart of {before} on job {job.name} reaches {valid}: no point {point}")
+    return run_scenario(variant, job, crashes, store)
 
 
 def describe(record: Record) -> str:

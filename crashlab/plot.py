@@ -99,11 +99,11 @@ def category(outcome: Outcome) -> int:
 
 
 def singles(sweep: VariantSweep) -> list[ScenarioResult]:
-    return sorted((s for s in sweep.scenarios if len(s.crashes) == 1), key=lambda s: s.crashes)
+    return sorted((s for s in sweep.scenarios() if len(s.crashes) == 1), key=lambda s: s.crashes)
 
 
 def doubles(sweep: VariantSweep) -> list[ScenarioResult]:
-    return [s for s in sweep.scenarios if len(s.crashes) == 2]
+    return [s for s in sweep.scenarios() if len(s.crashes) == 2]
 
 
 def tick_text(scenario: ScenarioResult) -> str:

@@ -16,7 +16,7 @@ The sweep then fails the scenario loudly instead of counting what a dead process
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -78,15 +78,18 @@ class Recorder:
     """Counts points per process, records every event, and crashes each process where it was told.
 
     `crash_at[k]` is the point (1-based) at which process k+1 dies; a process with no entry runs to
-    the end. A restart is a new process over the same recorder, started with `start_process`.
+    the end. A restart is a new process over the same recorder, started with `start_process`; a
+    recorder made with `process=k` numbers its first process k+1 (a restart from a snapshot).
     `scenario` names the scenario in every error, so a failure can be explained.
     """
 
-    def __init__(self, crash_at: Sequence[int] = (), scenario: str = "scenario"):
+    def __init__(self, crash_at: Sequence[int] = (), scenario: str = "scenario", process: int = 0,
+                 watch: Callable[[], None] | None = None):
         self.crash_at = tuple(crash_at)
         self.scenario = scenario
         self.events: list[Event] = []
-        self.process = 0
+        self.process = process  # processes already run: a restart from a snapshot starts further on
+        self.watch = watch  # called at every crash point, where a death would be: the sweep snapshots there
         self.passed = 0
         self.where = START
         self.dead: Crash | None = None  # the crash of the current process, once it has died
@@ -109,6 +112,8 @@ class Recorder:
             self.guard(f"crash point {label!r} passed")
         self.passed += 1
         self.events.append(Event(self.process, "point", label, self.where, self.passed))
+        if self.watch is not None:
+            self.watch()
         if self.passed == self._target:
             self.events.append(Event(self.process, "crash", label, self.where, self.passed))
             self.dead = Crash(label, self.passed)

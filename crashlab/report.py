@@ -12,7 +12,7 @@ import shlex
 import shutil
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
@@ -30,6 +30,7 @@ Columns = tuple[tuple[str, str], ...]
 DESIGN_COLUMNS: Columns = (
     ("once", "once"),
     ("twice", "twice"),
+    ("distinct", "distinct"),
     ("with_dups", "with dups"),
     ("dups", "dups"),
     ("missing", "missing"),
@@ -37,10 +38,12 @@ DESIGN_COLUMNS: Columns = (
     ("asks", "asks"),
     ("calls_plus", "calls+"),
 )
-#: The agent's table: the same counts, with approvals, and scenarios in place of once and twice.
+#: The agent's table: the same counts, with approvals, and the sum of the scenarios after the depths.
 AGENT_COLUMNS: Columns = (
     ("points", "points"),
+    ("twice", "twice"),
     ("scenarios", "scenarios"),
+    ("distinct", "distinct"),
     ("with_dups", "with dups"),
     ("dups", "dups"),
     ("missing", "missing"),
@@ -49,16 +52,44 @@ AGENT_COLUMNS: Columns = (
     ("approvals", "approvals"),
     ("calls_plus", "calls+"),
 )
+#: The heads of the scenario counts by number of crashes, from one; deeper than these, ``K×``.
+DEPTH_HEADS = ("once", "twice", "thrice")
+#: The columns that count scenarios by depth: the ones a table of another depth has more or fewer of.
+_DEPTH_KEYS = {"once", "points", "twice"}
+
+
+def depth_key(k: int) -> str:
+    """The Row key of the scenarios with `k` crashes (see `Row.crashed`)."""
+    return {1: "once", 2: "twice"}.get(k, f"crashed{k}")
+
+
+def at_depth(columns: Columns, depth: int) -> Columns:
+    """`columns` for a sweep of `depth`: one column per number of crashes, where the depth-2 table has two."""
+    first = columns[0]
+    rest = [c for c in columns[1:] if c[0] not in _DEPTH_KEYS]
+    deeper = [(depth_key(k), DEPTH_HEADS[k - 1] if k <= len(DEPTH_HEADS) else f"{k}×") for k in range(2, depth + 1)]
+    return (first, *deeper, *rest)
+
+
+def cell(row: Row, key: str) -> Any:
+    if key.startswith("crashed"):
+        return row.crashed(int(key.removeprefix("crashed")))
+    return getattr(row, key)
 
 
 def records(rows: Sequence[Row], columns: Columns) -> list[dict[str, Any]]:
-    return [{"variant": row.variant, "name": row.name, **{k: getattr(row, k) for k, _ in columns}} for row in rows]
+    """The rows as data: the columns' cells, and always the scenarios by depth and their sum."""
+    return [
+        {"variant": row.variant, "name": row.name, **{k: cell(row, k) for k, _ in columns},
+         "by_depth": list(row.by_depth), "scenarios": row.scenarios, "distinct": row.distinct}
+        for row in rows
+    ]
 
 
 def table(rows: Sequence[Row], columns: Columns = DESIGN_COLUMNS) -> str:
     """A pipe table: readable in a terminal, diff-friendly in a golden file."""
     heads = ["variant", *(head for _, head in columns)]
-    body = [[row.name, *(getattr(row, key) for key, _ in columns)] for row in rows]
+    body = [[row.name, *(cell(row, key) for key, _ in columns)] for row in rows]
     return tabulate(body, headers=heads, tablefmt="github")
 
 
@@ -67,7 +98,8 @@ def to_json(rows: Sequence[Row], columns: Columns = DESIGN_COLUMNS) -> str:
 
 
 def to_csv(rows: Sequence[Row], columns: Columns = DESIGN_COLUMNS) -> str:
-    return csv_text(records(rows, columns), ["variant", "name", *(k for k, _ in columns)])
+    flat = [{k: v for k, v in r.items() if k != "by_depth"} for r in records(rows, columns)]
+    return csv_text(flat, ["variant", "name", *dict.fromkeys([*(k for k, _ in columns), "scenarios", "distinct"])])
 
 
 def csv_text(data: Sequence[dict[str, Any]], fieldnames: Sequence[str]) -> str:
@@ -129,7 +161,7 @@ class PendingResults:
         except OSError as error:
             raise ResultsError(f"cannot write results to {out}: {error.strerror}") from None
 
-    def commit(self, job: Job, rows: Sequence[Row], scenarios: Sequence[ScenarioResult], columns: Columns) -> None:
+    def commit(self, job: Job, rows: Sequence[Row], scenarios: Iterable[ScenarioResult], columns: Columns) -> None:
         try:
             write_results(self.temp, job, rows, scenarios, columns)
             if not self.out.exists():
@@ -146,7 +178,7 @@ class PendingResults:
         shutil.rmtree(self.temp, ignore_errors=True)
 
 
-def write_results(out: Path, job: Job, rows: Sequence[Row], scenarios: Sequence[ScenarioResult], columns: Columns) -> None:
+def write_results(out: Path, job: Job, rows: Sequence[Row], scenarios: Iterable[ScenarioResult], columns: Columns) -> None:
     """The sweep on disk: every scenario, the table as JSON and CSV, and how it was made."""
     out.mkdir(parents=True, exist_ok=True)
     with open(out / "scenarios.jsonl", "w", encoding="utf-8") as file:
@@ -192,8 +224,10 @@ class GoldenError(ValueError):
     """A golden file that does not hold a table this module can read."""
 
 
-#: Every column head a golden table may name, mapped to the Row attribute it checks.
-KNOWN_HEADS: dict[str, str] = {head: key for key, head in (*DESIGN_COLUMNS, *AGENT_COLUMNS)}
+#: Every column head a golden table may name, mapped to the Row key it checks (to depth 8 and more).
+KNOWN_HEADS: dict[str, str] = {
+    head: key for key, head in (*at_depth(DESIGN_COLUMNS, 8), *at_depth(AGENT_COLUMNS, 8))
+}
 #: The golden file's first column: the variant's name as the table prints it (or its slug).
 ROW_HEAD = "variant"
 MAX_GOLDEN_BYTES = 1 << 20
@@ -252,7 +286,7 @@ def compare(rows: Sequence[Row], golden: dict[str, dict[str, int]]) -> list[str]
             differences.append(f"{name}: in the golden file, but not swept")
             continue
         for head, value in expected.items():
-            actual = getattr(row, KNOWN_HEADS[head])
+            actual = cell(row, KNOWN_HEADS[head])
             if actual != value:
                 differences.append(f"{name} / {head}: golden {value}, swept {actual}")
     for row in rows:

@@ -108,6 +108,9 @@ class Database:
         with self.transaction() as sql:
             sql.execute("INSERT OR REPLACE INTO counts (name, value) VALUES (?, ?)", (name, value))
 
+    def keys(self) -> dict[str, int]:
+        return dict(self.connection.execute("SELECT key, number FROM keys").fetchall())
+
     def records(self, call_id: str | None = None) -> list[Record]:
         """The tracker's records in the order it made them, all or those one script call caused."""
         query = "SELECT kind, number, call, key, issue, text FROM records"
@@ -176,6 +179,9 @@ class SqliteTracker:
 
     def made_by(self, call_id: str) -> list[Record]:
         return self.db.records(call_id)
+
+    def keys(self) -> dict[str, int]:
+        return self.db.keys()
 
 
 class DurableSet(MutableSet[str]):

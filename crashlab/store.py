@@ -21,6 +21,10 @@ from .points import Recorder
 
 STORE_KINDS = ("memory", "files")
 
+#: What a store holds, as a value: its files' names and bytes, sorted by name. What a death leaves.
+Files = tuple[tuple[str, bytes], ...]
+CHECKPOINT = "checkpoint.json"
+
 
 class Store(Protocol):
     def load(self) -> Checkpoint | None:
@@ -30,6 +34,12 @@ class Store(Protocol):
         """The durable checkpoint, as the harness inspects it afterwards (no event)."""
 
     def save(self, checkpoint: Checkpoint) -> None: ...
+
+    def files(self) -> Files:
+        """Everything the store holds now, for the harness to snapshot."""
+
+    def restore(self, files: Files) -> None:
+        """Hold exactly `files`, as a fresh store a restart finds (the harness's, not the loop's)."""
 
 
 class MemoryStore:
@@ -54,6 +64,12 @@ class MemoryStore:
         self.durable = data
         self.points.hit("renamed")
 
+    def files(self) -> Files:
+        return () if self.durable is None else ((CHECKPOINT, self.durable),)
+
+    def restore(self, files: Files) -> None:
+        self.durable = dict(files).get(CHECKPOINT)
+
 
 class FileStore:
     """A JSON checkpoint file in `directory`, replaced atomically on every save.
@@ -64,8 +80,8 @@ class FileStore:
     """
 
     def __init__(self, directory: str | Path, points: Recorder, fsync: bool = True):
-        self.path = Path(directory) / "checkpoint.json"
-        self.temp = self.path.with_name("checkpoint.json.tmp")
+        self.path = Path(directory) / CHECKPOINT
+        self.temp = self.path.with_name(CHECKPOINT + ".tmp")
         self.points = points
         self.fsync = fsync
 
@@ -102,3 +118,12 @@ class FileStore:
             finally:
                 os.close(directory)
         self.points.hit("renamed")
+
+    def files(self) -> Files:
+        """The checkpoint file: a temp file beside it is not state, since no load reads it and a save truncates it."""
+        data = self._bytes()
+        return () if data is None else ((CHECKPOINT, data),)
+
+    def restore(self, files: Files) -> None:
+        for name, data in files:
+            (self.path.parent / name).write_bytes(data)

@@ -16,13 +16,15 @@ import shutil
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, fields, replace
+from itertools import zip_longest
 from pathlib import Path
 from typing import Any, Protocol
 
 from .agent import AgentVariant
 from .checkpoint import Checkpoint
 from .designs import DESIGNS
+from .durable import Durable
 from .job import Call, Job
 from .points import Crash, HarnessError, Recorder, Where
 from .store import FileStore, MemoryStore, Store
@@ -84,6 +86,7 @@ class ScenarioRun:
     world: World
     store: Store
     final: Checkpoint  # what the store held when the last process finished
+    start: Durable | None = None  # what the last crash left: where the last process started
 
     @property
     def id(self) -> str:
@@ -137,6 +140,7 @@ def run_scenario(variant: Variant, job: Job, crashes: tuple[int, ...], store: St
     points = Recorder(crashes, scenario_id(variant.slug, crashes))
     world = World.new(job, points, variant.tracker_mode, desk=variant.desk)
     durable = store(points)
+    start = None
     for _ in range(len(crashes) + 1):
         points.start_process()
         try:
@@ -147,7 +151,8 @@ def run_scenario(variant: Variant, job: Job, crashes: tuple[int, ...], store: St
         check_death(points, returned)
         if points.dead is None:
             break
-    return ScenarioRun(variant, crashes, points, world, durable, check_finished(points, durable))
+        start = Durable.of(world, durable)
+    return ScenarioRun(variant, crashes, points, world, durable, check_finished(points, durable), start)
 
 
 def check_death(points: Recorder, returned: bool) -> None:
@@ -209,13 +214,172 @@ class ScenarioResult:
 
 
 @dataclass(frozen=True)
+class Tally:
+    """Sums over a set of scenarios: what a row shows, and the crash-point hits and saves they took."""
+
+    by_depth: tuple[int, ...] = ()  # scenarios by number of crashes: one crash first
+    with_dups: int = 0
+    dups: int = 0
+    missing: int = 0
+    wrong: int = 0
+    asks: int = 0
+    calls_plus: int = 0
+    approvals: int = 0
+    hits: int = 0
+    saves: int = 0
+
+    @classmethod
+    def of(cls, outcome: Outcome, hits: int, saves: int) -> Tally:
+        """One scenario, counted as the row counts it."""
+        o = outcome
+        return cls((1,), int(o.extra > 0), o.extra, len(o.missing), len(o.wrong), o.asks, o.calls_plus,
+                   o.approvals, hits, saves)
+
+    @property
+    def scenarios(self) -> int:
+        return sum(self.by_depth)
+
+    def __add__(self, other: Tally) -> Tally:
+        depths = tuple(map(sum, zip_longest(self.by_depth, other.by_depth, fillvalue=0)))
+        sums = (getattr(self, f.name) + getattr(other, f.name) for f in fields(self)[1:])
+        return Tally(depths, *sums)
+
+    def behind(self, hits: int, saves: int) -> Tally:
+        """These scenarios, each behind one more crash, of a process that took `hits` points and `saves` saves."""
+        n = self.scenarios
+        return replace(self, by_depth=(0, *self.by_depth), hits=self.hits + n * hits, saves=self.saves + n * saves)
+
+
+@dataclass(frozen=True, eq=False)
+class Life:
+    """One process's life, from the state its predecessor's death left to the finished run.
+
+    A life is also a scenario: the one whose crashes led to it, and which ends when it finishes.
+    `after[j-1]` is the life that follows a crash at its j-th point, for as long as the sweep's depth
+    allows: the sweep is a tree of lives, rooted in the uninterrupted run. When equal states share
+    one life, the tree is a DAG; every path through it is still a scenario of its own.
+    """
+
+    state: bytes  # the fingerprint of the durable state it started from; b"" for the first process
+    outcome: Outcome
+    hits: int  # crash points it passed
+    saves: int  # saves it began
+    labels: tuple[str, ...]  # its crash points, in order
+    saves_by: tuple[int, ...]  # saves begun up to each of its points, that point's own included
+    after: tuple[Life, ...]
+    below: Tally  # every scenario that crashes this life, and the lives after it
+
+    @property
+    def tally(self) -> Tally:
+        """This life's own scenario, and every one below it."""
+        return Tally.of(self.outcome, self.hits, self.saves) + self.below
+
+
+def life_of(run: ScenarioRun, job: Job, state: bytes, baseline_calls: int, after: tuple[Life, ...]) -> Life:
+    """The last process of `run`, as a life, with the lives its crashes lead to."""
+    process, labels, saves_by, saves = run.points.process, [], [], 0
+    for e in run.points.events:
+        if e.process != process:
+            continue
+        if e.kind == "save":
+            saves += 1
+        elif e.kind == "point":
+            labels.append(e.label)
+            saves_by.append(saves)
+    below = sum((life.tally.behind(j, saves_by[j - 1]) for j, life in enumerate(after, start=1)), Tally())
+    outcome = run.outcome(job, baseline_calls)
+    return Life(state, outcome, len(labels), saves, tuple(labels), tuple(saves_by), after, below)
+
+
+Advance = Callable[[int], None]
+
+
+def _ignore(n: int) -> None:
+    pass
+
+
+def live(variant: Variant, job: Job, store: StoreFactory, start: Durable | None, crashes: tuple[int, ...],
+         watch: bool) -> tuple[ScenarioRun, list[Durable]]:
+    """One process from `start` (nothing, for the first) to the end, with the state at each point if `watch`.
+
+    The process is number ``len(crashes) + 1``, as it is in the scenario `crashes`, and nothing of
+    its predecessors runs: they are in `start`.
+    """
+    states: list[Durable] = []
+    points = Recorder((), scenario_id(variant.slug, crashes), process=len(crashes))
+    durable = store(points)
+    if start is None:
+        world = World.new(job, points, variant.tracker_mode, desk=variant.desk)
+    else:
+        world = start.restore(job, points, durable)
+    if watch:
+        points.watch = lambda: states.append(Durable.of(world, durable))
+    points.start_process()
+    try:
+        variant.loop(job, world, durable, points).run()
+        returned = True
+    except Crash:
+        returned = False
+    check_death(points, returned)
+    return ScenarioRun(variant, crashes, points, world, durable, check_finished(points, durable), start), states
+
+
+def grow_shared(variant: Variant, job: Job, store: StoreFactory, depth: int, advance: Advance = _ignore) -> Life:
+    """The tree of lives, each started from the snapshot its crash left, each distinct state run once."""
+    first = run_scenario(variant, job, (), store)
+    root, states = live(variant, job, store, None, (), watch=depth > 0)
+    check_retrace(root, 1, first.trace(1), "the first uninterrupted run")
+    baseline_calls = root.world.model.calls
+    memo: dict[tuple[bytes, int], Life] = {}
+
+    def grow(start: Durable, crashes: tuple[int, ...]) -> Life:
+        key = (start.fingerprint(), len(crashes))
+        if (known := memo.get(key)) is not None:
+            advance(known.tally.scenarios)
+            return known
+        run, states = live(variant, job, store, start, crashes, watch=len(crashes) < depth)
+        advance(1)
+        after = tuple(grow(state, (*crashes, j)) for j, state in enumerate(states, start=1))
+        memo[key] = life = life_of(run, job, key[0], baseline_calls, after)
+        return life
+
+    after = tuple(grow(state, (i,)) for i, state in enumerate(states, start=1))
+    return life_of(root, job, b"", baseline_calls, after)
+
+
+def grow_replayed(variant: Variant, job: Job, store: StoreFactory, depth: int, advance: Advance = _ignore) -> Life:
+    """The same tree, every scenario re-executed from nothing: the oracle that sharing must equal.
+
+    Each process of a scenario must retrace, up to its crash, the life it repeats: process k of
+    ``I:J:K`` repeats the last process of the scenario of its first k-1 crashes.
+    """
+    first, root = (run_scenario(variant, job, (), store) for _ in range(2))
+    check_retrace(root, 1, first.trace(1), "the first uninterrupted run")
+    baseline_calls = root.world.model.calls
+
+    def grow(crashes: tuple[int, ...], traces: list[Trace]) -> Life:
+        run = run_scenario(variant, job, crashes, store)
+        for process, (trace, crash) in enumerate(zip(traces, crashes), start=1):
+            of = "the uninterrupted run" if process == 1 else f"the restart of {scenario_id(variant.slug, crashes[:process - 1])}"
+            check_retrace(run, process, trace, of)
+        advance(1)
+        mine = run.trace(len(crashes) + 1)
+        after = tuple(grow((*crashes, j), [*traces, mine]) for j in range(1, len(mine) + 1)) if len(crashes) < depth else ()
+        return life_of(run, job, run.start.fingerprint(), baseline_calls, after)
+
+    baseline = root.trace(1)
+    after = tuple(grow((i,), [baseline]) for i in range(1, len(baseline) + 1)) if depth > 0 else ()
+    return life_of(root, job, b"", baseline_calls, after)
+
+
+@dataclass(frozen=True)
 class Row:
-    """One line of the table: a variant's counts, summed over its single and double crashes."""
+    """One line of the table: a variant's counts, summed over every scenario up to the sweep's depth."""
 
     variant: str
     name: str
-    once: int
-    twice: int
+    by_depth: tuple[int, ...]  # scenarios by number of crashes, from one
+    distinct: int  # distinct durable states the scenarios' last crashes left: the restarts that had to run
     with_dups: int
     dups: int
     missing: int
@@ -225,104 +389,83 @@ class Row:
     approvals: int
 
     @property
+    def once(self) -> int:
+        return self.crashed(1)
+
+    @property
+    def twice(self) -> int:
+        return self.crashed(2)
+
+    @property
     def points(self) -> int:
         """The agent table's name for `once`: the crash points of the uninterrupted run."""
         return self.once
 
     @property
     def scenarios(self) -> int:
-        return self.once + self.twice
+        return sum(self.by_depth)
+
+    def crashed(self, k: int) -> int:
+        """The scenarios with exactly `k` crashes (0 beyond the sweep's depth)."""
+        return self.by_depth[k - 1] if k <= len(self.by_depth) else 0
 
 
 @dataclass(frozen=True)
 class VariantSweep:
-    variant: Variant
-    points: int
-    scenarios: tuple[ScenarioResult, ...]
-
-    def row(self) -> Row:
-        outcomes = [s.outcome for s in self.scenarios]
-        return Row(
-            variant=self.variant.slug,
-            name=self.variant.name,
-            once=self.points,
-            twice=sum(1 for s in self.scenarios if len(s.crashes) == 2),
-            with_dups=sum(1 for o in outcomes if o.extra),
-            dups=sum(o.extra for o in outcomes),
-            missing=sum(len(o.missing) for o in outcomes),
-            wrong=sum(len(o.wrong) for o in outcomes),
-            asks=sum(o.asks for o in outcomes),
-            calls_plus=sum(o.calls_plus for o in outcomes),
-            approvals=sum(o.approvals for o in outcomes),
-        )
-
-
-@dataclass
-class Plan:
-    """A variant's uninterrupted run and its single crashes, run: what the double crashes start from.
-
-    Running the single crashes first tells how many scenarios the sweep has (`total`) before the
-    bulk of the work, so progress can count scenarios, not first-crash points of unequal cost.
-    """
+    """A variant's sweep: the tree of its lives, rooted in the uninterrupted run."""
 
     variant: Variant
-    job: Job
-    store: StoreFactory
-    baseline_calls: int
-    baseline: Trace
-    singles: list[ScenarioResult] = field(default_factory=list)
-    restarts: list[Trace] = field(default_factory=list)  # after single crash i, what its restart passed
+    root: Life
 
     @property
-    def total(self) -> int:
-        return len(self.baseline) + sum(map(len, self.restarts))
+    def points(self) -> int:
+        return len(self.root.labels)
 
-    def result(self, run: ScenarioRun) -> ScenarioResult:
-        events = run.points.events
-        return ScenarioResult(
-            id=run.id,
-            variant=self.variant.slug,
-            crashes=run.crashes,
-            labels=tuple(e.label for e in events if e.kind == "crash"),
-            outcome=run.outcome(self.job, self.baseline_calls),
-            hits=sum(1 for e in events if e.kind == "point"),
-            saves=sum(1 for e in events if e.kind == "save"),
-        )
+    @property
+    def tally(self) -> Tally:
+        """Every scenario's counts, summed; `by_depth` from one crash."""
+        below = self.root.below
+        return replace(below, by_depth=below.by_depth[1:])
+
+    def distinct(self) -> int:
+        """Distinct (state, process) pairs among the scenarios' last lives: what the memo runs."""
+        seen: set[tuple[bytes, int]] = set()
+        visited: set[int] = set()
+
+        def walk(life: Life, process: int) -> None:
+            for nxt in life.after:
+                seen.add((nxt.state, process + 1))
+                if id(nxt) not in visited:
+                    visited.add(id(nxt))
+                    walk(nxt, process + 1)
+
+        walk(self.root, 1)
+        return len(seen)
+
+    def row(self) -> Row:
+        t = self.tally
+        return Row(self.variant.slug, self.variant.name, t.by_depth, self.distinct(), t.with_dups, t.dups,
+                   t.missing, t.wrong, t.asks, t.calls_plus, t.approvals)
+
+    def scenarios(self) -> Iterator[ScenarioResult]:
+        """Every scenario, in order: ``I``, then ``I:1``, its own scenarios below, ``I:2``, and so on."""
+        slug = self.variant.slug
+
+        def walk(life: Life, crashes: tuple[int, ...], labels: tuple[str, ...], hits: int, saves: int):
+            for j, nxt in enumerate(life.after, start=1):
+                path, named = (*crashes, j), (*labels, life.labels[j - 1])
+                h, s = hits + j, saves + life.saves_by[j - 1]
+                yield ScenarioResult(scenario_id(slug, path), slug, path, named, nxt.outcome, h + nxt.hits, s + nxt.saves)
+                yield from walk(nxt, path, named, h, s)
+
+        return walk(self.root, (), (), 0, 0)
 
 
-def plan(variant: Variant, job: Job, store: StoreFactory) -> Plan:
-    """The uninterrupted run (twice, to see that it repeats), then every single crash."""
-    first, again = (run_scenario(variant, job, (), store) for _ in range(2))
-    check_retrace(again, 1, first.trace(1), "the first uninterrupted run")
-    sweep = Plan(variant, job, store, first.world.model.calls, first.trace(1))
-    for i in range(1, len(sweep.baseline) + 1):
-        single = run_scenario(variant, job, (i,), store)
-        check_retrace(single, 1, sweep.baseline, "the uninterrupted run")
-        sweep.singles.append(sweep.result(single))
-        sweep.restarts.append(single.trace(2))
-    return sweep
-
-
-def finish(sweep: Plan, advance: Callable[[int], None] = lambda n: None) -> VariantSweep:
-    """Every double crash the single crashes lead to, and the variant's sweep, whole."""
-    results = []
-    for i, (single, restart) in enumerate(zip(sweep.singles, sweep.restarts), start=1):
-        results.append(single)
-        advance(1)
-        for j in range(1, len(restart) + 1):
-            double = run_scenario(sweep.variant, sweep.job, (i, j), sweep.store)
-            check_retrace(double, 1, sweep.baseline, "the uninterrupted run")
-            check_retrace(double, 2, restart, f"the restart of {single.id}")
-            results.append(sweep.result(double))
-            advance(1)
-    return VariantSweep(sweep.variant, len(sweep.baseline), tuple(results))
-
-
-def sweep_variant(
-    variant: Variant, job: Job, store: StoreFactory, advance: Callable[[int], None] = lambda n: None
-) -> VariantSweep:
-    """The uninterrupted run, then every single crash and every double crash it leads to."""
-    return finish(plan(variant, job, store), advance)
+def sweep_variant(variant: Variant, job: Job, store: StoreFactory, depth: int = 2, share: bool = True,
+                  advance: Advance = _ignore) -> VariantSweep:
+    """Every scenario of up to `depth` crashes; `share=False` re-executes each from nothing (the oracle)."""
+    grow = grow_shared if share else grow_replayed
+    return VariantSweep(variant, grow(variant, job, store, depth, advance))
 
 
 def memory_stores() -> StoreFactory:

@@ -58,6 +58,9 @@ class TrackerProtocol(Protocol):
 
     def made_by(self, call_id: str) -> list[Record]: ...
 
+    def keys(self) -> dict[str, int]:
+        """Every key the tracker remembers, with its first answer (none for a keyless tracker)."""
+
 
 class Tracker:
     """The issue tracker. Its records outlive every crash.
@@ -126,6 +129,9 @@ class Tracker:
     def made_by(self, call_id: str) -> list[Record]:
         """The records a script call caused: the truth the person sees and the verdict counts."""
         return [r for r in self.records if r.call == call_id]
+
+    def keys(self) -> dict[str, int]:
+        return dict(self._by_key)
 
 
 class Person:
@@ -234,6 +240,28 @@ class Model:
         return reply
 
 
+@dataclass(frozen=True)
+class WorldState:
+    """All that a death leaves of the world, as one value: what a restart starts from.
+
+    Two crash points that leave equal states have equal futures (the loops are deterministic), so
+    the sweep runs a restart once per distinct state. Every field is sorted or ordered, so that equal
+    worlds give equal values in any process.
+    """
+
+    tracker_mode: str
+    desk_mode: str
+    approves: bool
+    records: tuple[Record, ...]
+    keys: tuple[tuple[str, int], ...]
+    asks: int
+    approvals: int
+    pending: tuple[str, ...]
+    decided: tuple[tuple[str, bool], ...]
+    model_calls: int
+    servers_died: tuple[str, ...]
+
+
 @dataclass
 class World:
     tracker: TrackerProtocol
@@ -250,3 +278,35 @@ class World:
         tracker = Tracker(points, tracker_mode)
         person = Person(points, tracker, approves)
         return cls(tracker, person, ApprovalDesk(points, person, desk), Model(points, job))
+
+    def state(self) -> WorldState:
+        desk = self.desk
+        return WorldState(
+            tracker_mode=self.tracker.mode,
+            desk_mode="remembers" if desk.remembers else "forgets",
+            approves=self.person.approves,
+            records=tuple(self.tracker.records),
+            keys=tuple(sorted(self.tracker.keys().items())),
+            asks=self.person.asks,
+            approvals=self.person.approvals,
+            pending=tuple(sorted(desk._pending)),
+            decided=tuple(sorted(desk._decided.items())),
+            model_calls=self.model.calls,
+            servers_died=tuple(sorted(self.servers_died)),
+        )
+
+    @classmethod
+    def restore(cls, state: WorldState, job: Job, points: Recorder) -> World:
+        """A world in memory that holds exactly `state`, for a restart to run against."""
+        world = cls.new(job, points, state.tracker_mode, state.approves, state.desk_mode)
+        tracker = world.tracker
+        tracker.records = list(state.records)
+        tracker._issues = sum(1 for r in state.records if r.kind == "issue")
+        tracker._comments = len(state.records) - tracker._issues
+        tracker._by_key = dict(state.keys)
+        world.person.asks, world.person.approvals = state.asks, state.approvals
+        world.desk._pending.update(state.pending)
+        world.desk._decided.update(state.decided)
+        world.model.calls = state.model_calls
+        world.servers_died.update(state.servers_died)
+        return world

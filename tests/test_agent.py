@@ -28,7 +28,7 @@ def check_guarantees(job):
         sweep = sweep_variant(agent, job, memory_stores())
         row = rows[agent.tracker_mode] = sweep.row()
         assert row.dups == row.with_dups == row.missing == 0, agent.slug
-        assert all(s.outcome.approvals == gated for s in sweep.scenarios), agent.slug
+        assert all(s.outcome.approvals == gated for s in sweep.scenarios()), agent.slug
     assert rows["keyed"].asks == rows["lookup"].asks == 0
     return rows
 
@@ -160,8 +160,8 @@ def test_the_file_store_gives_the_agent_the_identical_outcome_in_every_scenario(
     job = load_job(SCENARIOS / "approval.yaml")
     agent = AGENTS["agent-keyless"]  # the tracker with the most to lose: asks, approvals, every rung
     with file_stores() as files:
-        on_disk = sweep_variant(agent, job, files).scenarios
-    in_memory = sweep_variant(agent, job, memory_stores()).scenarios
+        on_disk = sweep_variant(agent, job, files).scenarios()
+    in_memory = sweep_variant(agent, job, memory_stores()).scenarios()
     assert [(s.id, s.outcome, s.hits, s.saves) for s in on_disk] == [
         (s.id, s.outcome, s.hits, s.saves) for s in in_memory
     ]
@@ -183,7 +183,7 @@ class Careless(AgentVariant):
 def asked_again(variant, job):
     """The scenarios whose person was asked more approvals than the job has gates, run again for their story."""
     gated = sum(c.needs_approval for c in job.calls)
-    sweep = sweep_variant(variant, job, memory_stores()).scenarios
+    sweep = sweep_variant(variant, job, memory_stores()).scenarios()
     return [run_scenario(variant, job, s.crashes, memory_stores()) for s in sweep if s.outcome.approvals > gated]
 
 

@@ -22,7 +22,8 @@ def test_the_table_uses_the_books_names_and_heads(cli):
     assert code == 0
     lines = out.splitlines()
     heads = [cell.strip() for cell in lines[0].strip("|").split("|")]
-    assert heads == ["variant", "once", "twice", "with dups", "dups", "missing", "wrong", "asks", "calls+"]
+    assert heads == ["variant", "once", "twice", "distinct", "with dups", "dups", "missing", "wrong", "asks",
+                     "calls+"]
     assert "save once per turn" in lines[2] and "+ idempotency keys" in lines[3]
 
 
@@ -30,8 +31,8 @@ def test_csv_has_a_header_and_one_row_per_variant(cli):
     code, out, _ = cli("sweep", "--variant", "keys", "--format", "csv")
     assert code == 0
     assert out.splitlines() == [
-        "variant,name,once,twice,with_dups,dups,missing,wrong,asks,calls_plus",
-        "keys,+ idempotency keys,34,654,0,0,0,0,0,234",
+        "variant,name,once,twice,distinct,with_dups,dups,missing,wrong,asks,calls_plus,scenarios",
+        "keys,+ idempotency keys,34,654,47,0,0,0,0,0,234,688",
     ]
 
 
@@ -74,8 +75,8 @@ def test_the_agent_sweep_and_its_own_errors(cli):
     code, out, _ = cli("sweep", "--loop", "agent", "--tracker", "keyed,lookup", "--format", "json")
     rows = json.loads(out)
     assert [r["variant"] for r in rows] == ["agent-keyed", "agent-lookup"]
-    assert set(rows[0]) == {"variant", "name", "points", "scenarios", "with_dups", "dups", "missing", "wrong",
-                            "asks", "approvals", "calls_plus"}
+    assert set(rows[0]) == {"variant", "name", "points", "twice", "scenarios", "by_depth", "distinct", "with_dups",
+                            "dups", "missing", "wrong", "asks", "approvals", "calls_plus"}
     code, _, err = cli("sweep", "--loop", "agent", "--tracker", "sometimes")
     assert code == 2 and "unknown tracker 'sometimes' (valid: all, keyed, keyless, lookup)" in err
     code, _, err = cli("sweep", "--job", "approval")
@@ -171,3 +172,18 @@ def test_the_progress_bar_counts_scenarios_on_a_real_terminal(tmp_path):
     assert done.returncode == 0
     assert json.loads(done.stdout)[0]["variant"] == "agent-keyed"  # stdout stays clean JSON
     assert b"scenario" in shown and b"/4797" in shown  # 1611 + 1593 + 1593 scenarios, counted as they run
+
+
+def test_sharing_or_not_the_output_is_the_same_to_the_byte(cli):
+    for args in (("--variant", "all"), ("--loop", "agent", "--depth", "3", "--job", "read-only")):
+        shared = cli("sweep", *args, "--format", "json")
+        assert shared[0] == 0 and cli("sweep", *args, "--format", "json", "--no-share") == shared
+
+
+def test_a_deeper_sweep_has_a_column_per_depth_and_counts_them_in_json(cli):
+    code, out, _ = cli("sweep", "--variant", "keys", "--depth", "3")
+    heads = [cell.strip() for cell in out.splitlines()[0].strip("|").split("|")]
+    assert code == 0 and heads[:5] == ["variant", "once", "twice", "thrice", "distinct"]
+    code, out, _ = cli("sweep", "--variant", "keys", "--depth", "3", "--format", "json")
+    (row,) = json.loads(out)
+    assert row["by_depth"] == [34, 654, 9362] and row["scenarios"] == 10050 and row["once"] == 34

@@ -26,7 +26,7 @@ def test_scenario_ids_name_the_crash_points_one_based(job):
 @pytest.mark.parametrize(
     ("scenario_id", "message"),
     [
-        ("after-reply", "malformed scenario ID 'after-reply' (expected SLUG:I or SLUG:I:J"),
+        ("after-reply", "malformed scenario ID 'after-reply' (expected SLUG:I, SLUG:I:J and so on"),
         ("after-reply:x", "malformed"),
         ("nope:3", "unknown variant 'nope' (valid: per-turn, after-reply, keys, markers, keys-markers, agent-keyed"),
         ("after-reply:0", "after-reply passes crash points 1..34 on job triage: no point 0"),

@@ -236,7 +236,7 @@ HEAD = "| variant                    | once | twice | with dups | dups | missing
     ("golden", "message"),
     [
         (BOOK.encode("utf-8").replace(b"book", b"b\xf6ok"), "not UTF-8 text"),
-        (BOOK.replace("| asks |", "| ask  |"), "unknown column 'ask' (known: once, twice, with dups"),
+        (BOOK.replace("| asks |", "| ask  |"), "unknown column 'ask' (known: once, twice, thrice"),
         (BOOK.replace("| asks |", "| dups |"), "column 'dups' appears twice"),
         (BOOK.replace("| missing |", "| variant |"), "column 'variant' appears twice"),
         (BOOK + KEYS_ROW + "\n", "row '+ idempotency keys' appears twice"),
@@ -293,19 +293,23 @@ def test_the_golden_check_compares_exactly_the_rows_and_columns_it_names(cli, tm
         (("sweep", "--variant", "keys", "--tracker", "keyed"), "give --variant or --tracker, not both"),
         (("sweep", "--loop", "nope"), "'nope' is not one of 'designs', 'agent'"),
         (("sweep", "--format", "xml"), "'xml' is not one of 'table', 'json', 'csv'"),
+        (("sweep", "--depth", "0"), "0 is not in the range 1<=x<=8"),
+        (("sweep", "--depth", "9"), "9 is not in the range 1<=x<=8"),
+        (("sweep", "--depth", "two"), "'two' is not a valid integer"),
         (("sweep", "--job", "nope"), "no job file or shipped job 'nope' (shipped: approval, one-per-turn"),
         (("sweep", "--bogus"), "No such option"),
         (("plot", "--variant", "keys", "--out", "x.gif"), "the extension picks the format, one of .png, .pdf, .svg"),
         (("plot", "--out", "x"), "one of .png, .pdf, .svg"),
         (("points", "nope"), "unknown variant 'nope' (valid: per-turn"),
-        (("explain", "keys:１"), "malformed scenario ID 'keys:\\uff11' (expected SLUG:I or SLUG:I:J in ASCII digits"),
+        (("explain", "keys:１"), "malformed scenario ID 'keys:\\uff11' (expected SLUG:I, SLUG:I:J and so on, in ASCII digits"),
         (("explain", "keys:٣"), "malformed scenario ID 'keys:\\u0663'"),
         (("explain", "keys:3\n"), "malformed scenario ID 'keys:3\\n'"),
         (("explain", "keys"), "SLUG is one of per-turn, after-reply, keys, markers, keys-markers, agent-keyed"),
         (("explain", "keys:-1"), "keys passes crash points 1..34 on job triage: no point -1"),
         (("explain", "keys:6:-1"), "the restart of keys:6 on job triage reaches points 1..31: no point -1"),
         (("explain", "keys:" + "9" * 5000), "is out of range for any job"),
-        (("explain", "keys:1:2:3"), "crashes 3 processes: at most 2"),
+        (("explain", "keys:1:2:3:40"), "the restart of keys:1:2:3 on job triage reaches points 1..34: no point 40"),
+        (("explain", "keys" + ":1" * 101), "crashes 101 processes: at most 100"),
         (("explain", "nope:1"), "unknown variant 'nope'"),
     ],
 )
@@ -318,7 +322,7 @@ def test_one_vocabulary_of_variants_for_every_command(cli):
     assert code == 0 and [r["variant"] for r in json.loads(out)] == ["agent-keyed"]
     assert "approvals" in json.loads(out)[0]  # any agent variant brings the agent table's columns
     code, csv, _ = cli("sweep", "--variant", "keys", "--format", "csv", "--job", "read-only")
-    assert csv.splitlines()[0] == "variant,name,once,twice,with_dups,dups,missing,wrong,asks,calls_plus"
+    assert csv.splitlines()[0] == "variant,name,once,twice,distinct,with_dups,dups,missing,wrong,asks,calls_plus,scenarios"
     assert cli("sweep", "--tracker", "keyed", "--format", "json", "--job", "read-only")[1] == out
     assert cli("explain", "agent-keyed:9")[0] == cli("points", "agent-keyed")[0] == 0
 

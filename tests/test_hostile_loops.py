@@ -1,8 +1,11 @@
 """Loops that try to cheat death are caught: each one fails its scenario with a harness error that says why.
 
 A SIGKILL runs no handler, no ``finally`` and no ``__exit__``, and leaves only what was durable.
-These loops each break that in one way. The harness must refuse to count them, on either store,
-and say which scenario broke which rule, and where.
+These loops each break that in one way. Re-executing every scenario (`share=False`, the oracle),
+the harness must refuse to count them, on either store, and say which scenario broke which rule,
+and where. A shared sweep never raises a crash at all: each restart starts from the snapshot taken
+where the crash would be, which is what a SIGKILL leaves, so what a dying loop would still do cannot
+reach its table.
 """
 
 import random
@@ -13,7 +16,7 @@ from hypothesis import given
 
 from crashlab.designs import DESIGNS, DesignLoop
 from crashlab.points import Crash, HarnessError
-from crashlab.sweep import memory_stores, plan, run_scenario, stores, sweep_variant
+from crashlab.sweep import memory_stores, run_scenario, stores, sweep_variant
 
 from .strategies import jobs
 
@@ -122,8 +125,8 @@ def store(request):
         yield factory
 
 
-def outcomes(variant, job, store):
-    return {s.id.split(":", 1)[1]: s.outcome for s in sweep_variant(variant, job, store).scenarios}
+def outcomes(variant, job, store, share=False):
+    return {s.id.split(":", 1)[1]: s.outcome for s in sweep_variant(variant, job, store, share=share).scenarios()}
 
 
 def test_a_retry_on_any_error_does_not_survive_its_own_death(triage, store):
@@ -176,10 +179,17 @@ def test_a_result_that_names_the_wrong_record_is_counted_wrong(triage, store):
     assert sweep_variant(AFTER_REPLY, triage, store).row().wrong == 0
 
 
-def test_a_nondeterministic_loop_is_reported_not_counted(triage, store):
+@pytest.mark.parametrize("share", [False, True])
+def test_a_nondeterministic_loop_is_reported_not_counted(triage, store, share):
     with pytest.raises(HarnessError, match=r"^nondeterministic(:\d+)*: the loop is not deterministic: process \d "
                                            r"passed '\w[\w-]*' \(.*\) at its point \d+, where .* passed"):
-        plan(Hostile("nondeterministic", Nondeterministic), triage, store)
+        sweep_variant(Hostile("nondeterministic", Nondeterministic), triage, store, share=share)
+
+
+@pytest.mark.parametrize("hostile", [ReturnsAfterItsCrash, SwallowsItsCrash])
+def test_a_shared_sweep_counts_what_a_sigkill_leaves_whatever_the_dying_loop_would_do(triage, hostile):
+    """No crash is raised in a shared sweep, so no handler or finally of a dying process runs: the honest table."""
+    assert outcomes(Hostile("h", hostile), triage, memory_stores(), share=True) == outcomes(AFTER_REPLY, triage, memory_stores())
 
 
 def test_a_loop_that_never_finishes_is_caught(triage, store):
@@ -201,9 +211,9 @@ def test_a_crash_that_never_happens_fails_the_scenario(triage, store, crashes):
 def test_every_crash_of_every_sound_scenario_happened_where_it_was_asked(triage):
     """The converse: in every design's double crashes, process k dies at exactly its k-th crash point."""
     for design in DESIGNS.values():
-        sweep = plan(design, triage, memory_stores())
-        for i, restart in enumerate(sweep.restarts, start=1):
-            for j in range(1, len(restart) + 1, 5):
+        sweep = sweep_variant(design, triage, memory_stores())
+        for i, restart in enumerate(sweep.root.after, start=1):
+            for j in range(1, len(restart.labels) + 1, 5):
                 run = run_scenario(design, triage, (i, j), memory_stores())
                 assert [(e.process, e.index) for e in run.points.crashes()] == [(1, i), (2, j)]
 
@@ -212,5 +222,6 @@ def test_every_crash_of_every_sound_scenario_happened_where_it_was_asked(triage)
 def test_on_any_job_a_crash_is_not_caught_and_an_edit_in_place_is_not_saved(job):
     """What a hostile loop tries is without effect on any job, scenario by scenario."""
     expected = outcomes(AFTER_REPLY, job, memory_stores())
-    assert outcomes(Hostile("retries", RetriesOnAnyError), job, memory_stores()) == expected
-    assert outcomes(Hostile("mutates", MutatesInPlace), job, memory_stores()) == expected
+    for share in (False, True):
+        assert outcomes(Hostile("retries", RetriesOnAnyError), job, memory_stores(), share) == expected
+        assert outcomes(Hostile("mutates", MutatesInPlace), job, memory_stores(), share) == expected

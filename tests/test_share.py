@@ -1,0 +1,97 @@
+"""Sharing never changes a count: restarting from snapshots, each distinct state once, equals re-executing.
+
+`share=False` re-executes every scenario from nothing, checking every crash and every retrace: it is
+the oracle. The shared sweep snapshots the durable state where each crash would be and runs one
+restart per distinct state. Scenario by scenario, with hits, saves and labels, the two must agree.
+"""
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from crashlab.designs import DESIGNS
+from crashlab.job import find_job
+from crashlab.sweep import AGENTS, VARIANTS, Tally, memory_stores, stores, sweep_variant
+
+from .strategies import jobs
+
+
+def both(variant, job, depth=2, store=None):
+    shared = sweep_variant(variant, job, store or memory_stores(), depth=depth)
+    replayed = sweep_variant(variant, job, store or memory_stores(), depth=depth, share=False)
+    return shared, replayed
+
+
+def assert_equal(shared, replayed):
+    assert list(shared.scenarios()) == list(replayed.scenarios())
+    assert shared.row() == replayed.row()
+    assert shared.tally == replayed.tally
+
+
+@pytest.mark.parametrize("slug", VARIANTS)
+def test_the_shared_sweep_of_triage_is_the_replayed_one_scenario_by_scenario(triage, slug):
+    assert_equal(*both(VARIANTS[slug], triage))
+
+
+@pytest.mark.parametrize("kind", ["memory", "files"])
+def test_sharing_agrees_on_both_stores(kind):
+    with stores(kind) as store:
+        for variant in (DESIGNS["keys-markers"], AGENTS["agent-keyless"]):
+            assert_equal(*both(variant, find_job("read-only"), store=store))
+
+
+@given(jobs(max_turns=1, max_calls=2), st.sampled_from(list(DESIGNS)), st.integers(1, 3))
+def test_on_any_job_a_design_shares_without_changing_a_count(job, slug, depth):
+    assert_equal(*both(DESIGNS[slug], job, depth))
+
+
+@given(jobs(max_turns=1, max_calls=2, harder=True), st.sampled_from(list(AGENTS)), st.integers(1, 3))
+def test_on_any_harder_job_the_agent_shares_without_changing_a_count(job, slug, depth):
+    assert_equal(*both(AGENTS[slug], job, depth))
+
+
+@given(jobs(max_turns=2, max_calls=3, harder=True), st.sampled_from(list(AGENTS)))
+def test_on_any_longer_job_the_agent_shares_without_changing_a_count(job, slug):
+    assert_equal(*both(AGENTS[slug], job))
+
+
+def test_the_row_is_the_sum_of_the_scenarios_it_counts(triage):
+    """The tree's running sums (what a deep sweep keeps) add up to the scenarios, one by one."""
+    sweep = sweep_variant(DESIGNS["after-reply"], triage, memory_stores(), depth=3)
+    total, by_depth = Tally(), [0, 0, 0]
+    for s in sweep.scenarios():
+        total += Tally.of(s.outcome, s.hits, s.saves)
+        by_depth[len(s.crashes) - 1] += 1
+    assert total.hits == sweep.tally.hits and total.saves == sweep.tally.saves
+    assert (total.dups, total.with_dups, total.calls_plus) == (sweep.tally.dups, sweep.tally.with_dups, sweep.tally.calls_plus)
+    assert tuple(by_depth) == sweep.row().by_depth == (34, 654, 9362)
+
+
+def test_each_distinct_state_is_run_once(triage):
+    """The memo runs one restart per distinct (state, process): `distinct` is the work, not a guess."""
+    variant, started = DESIGNS["keys-markers"], []
+
+    class Counting:
+        slug, name, tracker_mode, desk = variant.slug, variant.name, variant.tracker_mode, variant.desk
+        refuses = staticmethod(variant.refuses)
+
+        def loop(self, *args):
+            started.append(args)
+            return variant.loop(*args)
+
+    row = sweep_variant(Counting(), triage, memory_stores()).row()
+    assert len(started) == 2 + row.distinct  # the uninterrupted run twice, then each distinct state once
+    assert row.distinct < row.scenarios / 10
+
+
+def test_the_five_designs_have_the_counted_scenarios_at_every_depth(triage):
+    """3,715 at depth 2, 58,695 at depth 3, 763,997 at depth 4: the figures of an independent simulator."""
+    totals = [sum(sweep_variant(d, triage, memory_stores(), depth=k).row().scenarios for d in DESIGNS.values())
+              for k in (2, 3, 4)]
+    assert totals == [3715, 58695, 763997]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("slug", VARIANTS)
+def test_the_shared_sweep_of_triage_at_depth_three_is_the_replayed_one(triage, slug):
+    assert_equal(*both(VARIANTS[slug], triage, depth=3))
