@@ -19,14 +19,17 @@ from . import report
 from . import run as running
 from .designs import DESIGNS
 from .job import Job, JobError, find_job, shipped_jobs, shown
+from .parallel import default_workers
 from .points import HarnessError
 from .store import STORE_KINDS
-from .sweep import AGENTS, VARIANTS, ScenarioResult, StoreFactory, Variant, VariantSweep, memory_stores, run_scenario, stores, sweep_variant
+from .sweep import AGENTS, VARIANTS, ScenarioResult, Variant, VariantSweep, memory_stores, run_scenario
 from .world import TRACKER_MODES
 
 DEFAULT_JOB = "triage"
 #: `sweep --depth`: deeper than this, the scenarios of even a small job outnumber what a machine can run.
 MAX_DEPTH = 8
+#: `sweep --workers`: more processes than this is a typo, not a machine.
+MAX_WORKERS = 1024
 #: `--loop`: the loops crashlab sweeps, each with its variants (every slug is a key of VARIANTS).
 LOOPS: dict[str, dict[str, Variant]] = {"designs": DESIGNS, "agent": AGENTS}
 #: `plot --out`: the picture formats, by file extension (crashlab.plot.FORMATS, which imports matplotlib).
@@ -107,15 +110,22 @@ def check_handles(job: Job, variants: list[Variant]) -> None:
             raise Failure(reason)
 
 
-def sweep_all(variants: list[Variant], job: Job, store: StoreFactory, depth: int, share: bool) -> list[VariantSweep]:
+def sweep_all(variants: list[Variant], job: Job, store: str, depth: int = 2, share: bool = True, workers: int = 1,
+              scheduler: str | None = None) -> list[VariantSweep]:
     """Sweep each variant, with a progress bar on stderr if that is a terminal and it takes a while.
 
-    The bar counts scenarios. How many there are is known only once the restarts have run, so it
-    shows the count and the rate, not a fraction.
+    The bar counts scenarios, over every worker. How many there are is known only once the restarts
+    have run, so it shows the count and the rate, not a fraction.
     """
+    from .parallel import SchedulerError
+    from .parallel import sweep_all as sweep_everything
+
     with tqdm(desc="sweep", unit="scenario", delay=1.0, file=sys.stderr, disable=not sys.stderr.isatty(),
               leave=False) as bar:
-        return [sweep_variant(v, job, store, depth, share, bar.update) for v in variants]
+        try:
+            return sweep_everything(variants, job, store, depth, share, workers, scheduler, bar.update)
+        except SchedulerError as error:
+            raise Failure(str(error)) from None
 
 
 job_option = click.option(
@@ -185,8 +195,13 @@ def cli(ctx: click.Context) -> None:
 @click.option("--no-share", "replay", is_flag=True,
               help="Re-execute every scenario from nothing instead of restarting from the snapshot its crash left: "
                    "slower, and the oracle that sharing must equal.")
+@click.option("--workers", type=click.IntRange(1, MAX_WORKERS), default=default_workers, show_default="the cores",
+              help="Processes to spread the sweep over, by first crash point. The output is the same for any number.")
+@click.option("--scheduler", metavar="tcp://HOST:PORT",
+              help="Send the work to this running Dask scheduler instead (needs crashlab[dask]); same output.")
 def sweep(job_spec: str, loop: str | None, variant: str | None, tracker: str | None, store: str, fmt: str,
-          golden: str | None, listing: str | None, out: str | None, depth: int, replay: bool) -> None:
+          golden: str | None, listing: str | None, out: str | None, depth: int, replay: bool, workers: int,
+          scheduler: str | None) -> None:
     """Crash the loop at every point, and its restart at every point, and count the damage.
 
     \b
@@ -219,8 +234,7 @@ def sweep(job_spec: str, loop: str | None, variant: str | None, tracker: str | N
         except report.ResultsError as error:
             raise Failure(str(error)) from None
     try:
-        with stores(store) as factory:
-            sweeps = sweep_all(variants, job, factory, depth, not replay)
+        sweeps = sweep_all(variants, job, store, depth, not replay, workers, scheduler)
         rows = [s.row() for s in sweeps]
         if pending is not None:
             pending.commit(job, rows, every_scenario(sweeps), columns)
@@ -338,7 +352,7 @@ def plot(job_spec: str, loop: str | None, variant: str | None, tracker: str | No
         raise Failure("crashlab plot needs matplotlib: pip install 'crashlab[plot]'") from None
     job = open_job(job_spec)
     check_handles(job, variants)
-    sweeps = sweep_all(variants, job, memory_stores(), depth=2, share=True)
+    sweeps = sweep_all(variants, job, "memory")
     try:
         click.echo(f"wrote {draw(sweeps, out, title=f'crashlab sweep of {job.source}', fmt=fmt)}")
     except OSError as error:

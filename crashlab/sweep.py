@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, fields, replace
 from itertools import zip_longest
+from operator import attrgetter
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -239,15 +240,22 @@ class Tally:
     def scenarios(self) -> int:
         return sum(self.by_depth)
 
+    def sums(self) -> tuple[int, ...]:
+        """Every count but `by_depth`, in field order."""
+        return _sums(self)
+
     def __add__(self, other: Tally) -> Tally:
         depths = tuple(map(sum, zip_longest(self.by_depth, other.by_depth, fillvalue=0)))
-        sums = (getattr(self, f.name) + getattr(other, f.name) for f in fields(self)[1:])
-        return Tally(depths, *sums)
+        return Tally(depths, *map(int.__add__, self.sums(), other.sums()))
 
     def behind(self, hits: int, saves: int) -> Tally:
         """These scenarios, each behind one more crash, of a process that took `hits` points and `saves` saves."""
         n = self.scenarios
-        return replace(self, by_depth=(0, *self.by_depth), hits=self.hits + n * hits, saves=self.saves + n * saves)
+        *counts, own_hits, own_saves = self.sums()
+        return Tally((0, *self.by_depth), *counts, own_hits + n * hits, own_saves + n * saves)
+
+
+_sums = attrgetter(*(f.name for f in fields(Tally)[1:]))
 
 
 @dataclass(frozen=True, eq=False)
@@ -268,11 +276,7 @@ class Life:
     saves_by: tuple[int, ...]  # saves begun up to each of its points, that point's own included
     after: tuple[Life, ...]
     below: Tally  # every scenario that crashes this life, and the lives after it
-
-    @property
-    def tally(self) -> Tally:
-        """This life's own scenario, and every one below it."""
-        return Tally.of(self.outcome, self.hits, self.saves) + self.below
+    tally: Tally  # this life's own scenario, and every one below it
 
 
 def life_of(run: ScenarioRun, job: Job, state: bytes, baseline_calls: int, after: tuple[Life, ...]) -> Life:
@@ -288,7 +292,8 @@ def life_of(run: ScenarioRun, job: Job, state: bytes, baseline_calls: int, after
             saves_by.append(saves)
     below = sum((life.tally.behind(j, saves_by[j - 1]) for j, life in enumerate(after, start=1)), Tally())
     outcome = run.outcome(job, baseline_calls)
-    return Life(state, outcome, len(labels), saves, tuple(labels), tuple(saves_by), after, below)
+    tally = Tally.of(outcome, len(labels), saves) + below
+    return Life(state, outcome, len(labels), saves, tuple(labels), tuple(saves_by), after, below, tally)
 
 
 Advance = Callable[[int], None]
@@ -324,52 +329,83 @@ def live(variant: Variant, job: Job, store: StoreFactory, start: Durable | None,
     return ScenarioRun(variant, crashes, points, world, durable, check_finished(points, durable), start), states
 
 
-def grow_shared(variant: Variant, job: Job, store: StoreFactory, depth: int, advance: Advance = _ignore) -> Life:
-    """The tree of lives, each started from the snapshot its crash left, each distinct state run once."""
-    first = run_scenario(variant, job, (), store)
-    root, states = live(variant, job, store, None, (), watch=depth > 0)
-    check_retrace(root, 1, first.trace(1), "the first uninterrupted run")
-    baseline_calls = root.world.model.calls
-    memo: dict[tuple[bytes, int], Life] = {}
+@dataclass(frozen=True)
+class Branch:
+    """Where the subtree of one first crash begins: a unit of work that needs nothing else of the sweep.
 
-    def grow(start: Durable, crashes: tuple[int, ...]) -> Life:
+    A shared sweep starts it from `state`, the snapshot the crash left; a replayed one re-executes
+    the scenario `crashes` and checks that its first process retraces `traces[0]`. Both are plain
+    values, so a branch can be grown in another process or on another machine.
+    """
+
+    variant: Variant
+    job: Job
+    depth: int
+    baseline_calls: int
+    crashes: tuple[int, ...]
+    state: Durable | None  # shared: what the crash left
+    traces: tuple[Trace, ...]  # replayed: what each process before the last retraces
+
+    def grow(self, store: StoreFactory, advance: Advance = _ignore, memo: dict | None = None) -> Life:
+        """The branch's tree of lives; `memo` may be shared with other branches of the same variant."""
+        if self.state is None:
+            return self._replayed(self.crashes, list(self.traces), store, advance)
+        return self._shared(self.state, self.crashes, store, advance, {} if memo is None else memo)
+
+    def _shared(self, start: Durable, crashes: tuple[int, ...], store: StoreFactory, advance: Advance,
+                memo: dict[tuple[bytes, int], Life]) -> Life:
         key = (start.fingerprint(), len(crashes))
         if (known := memo.get(key)) is not None:
             advance(known.tally.scenarios)
             return known
-        run, states = live(variant, job, store, start, crashes, watch=len(crashes) < depth)
+        run, states = live(self.variant, self.job, store, start, crashes, watch=len(crashes) < self.depth)
         advance(1)
-        after = tuple(grow(state, (*crashes, j)) for j, state in enumerate(states, start=1))
-        memo[key] = life = life_of(run, job, key[0], baseline_calls, after)
+        after = tuple(self._shared(state, (*crashes, j), store, advance, memo) for j, state in enumerate(states, start=1))
+        memo[key] = life = life_of(run, self.job, key[0], self.baseline_calls, after)
         return life
 
-    after = tuple(grow(state, (i,)) for i, state in enumerate(states, start=1))
-    return life_of(root, job, b"", baseline_calls, after)
-
-
-def grow_replayed(variant: Variant, job: Job, store: StoreFactory, depth: int, advance: Advance = _ignore) -> Life:
-    """The same tree, every scenario re-executed from nothing: the oracle that sharing must equal.
-
-    Each process of a scenario must retrace, up to its crash, the life it repeats: process k of
-    ``I:J:K`` repeats the last process of the scenario of its first k-1 crashes.
-    """
-    first, root = (run_scenario(variant, job, (), store) for _ in range(2))
-    check_retrace(root, 1, first.trace(1), "the first uninterrupted run")
-    baseline_calls = root.world.model.calls
-
-    def grow(crashes: tuple[int, ...], traces: list[Trace]) -> Life:
-        run = run_scenario(variant, job, crashes, store)
-        for process, (trace, crash) in enumerate(zip(traces, crashes), start=1):
-            of = "the uninterrupted run" if process == 1 else f"the restart of {scenario_id(variant.slug, crashes[:process - 1])}"
-            check_retrace(run, process, trace, of)
+    def _replayed(self, crashes: tuple[int, ...], traces: list[Trace], store: StoreFactory, advance: Advance) -> Life:
+        run = run_scenario(self.variant, self.job, crashes, store)
+        for process, trace in enumerate(traces, start=1):
+            of = f"the restart of {scenario_id(self.variant.slug, crashes[:process - 1])}" if process > 1 else None
+            check_retrace(run, process, trace, of or "the uninterrupted run")
         advance(1)
         mine = run.trace(len(crashes) + 1)
-        after = tuple(grow((*crashes, j), [*traces, mine]) for j in range(1, len(mine) + 1)) if len(crashes) < depth else ()
-        return life_of(run, job, run.start.fingerprint(), baseline_calls, after)
+        deeper = range(1, len(mine) + 1) if len(crashes) < self.depth else ()
+        after = tuple(self._replayed((*crashes, j), [*traces, mine], store, advance) for j in deeper)
+        return life_of(run, self.job, run.start.fingerprint(), self.baseline_calls, after)
 
-    baseline = root.trace(1)
-    after = tuple(grow((i,), [baseline]) for i in range(1, len(baseline) + 1)) if depth > 0 else ()
-    return life_of(root, job, b"", baseline_calls, after)
+
+@dataclass
+class Trunk:
+    """A variant's uninterrupted run, and the branches of its first crashes: the sweep before the bulk of it."""
+
+    variant: Variant
+    job: Job
+    run: ScenarioRun
+    branches: list[Branch]
+
+    def join(self, lives: Sequence[Life]) -> VariantSweep:
+        """The whole sweep, from each branch's tree in the order of its first crash."""
+        return VariantSweep(self.variant, life_of(self.run, self.job, b"", self.run.world.model.calls, tuple(lives)))
+
+
+def trunk(variant: Variant, job: Job, store: StoreFactory, depth: int = 2, share: bool = True) -> Trunk:
+    """The uninterrupted run, twice, to see that it repeats, and a branch per crash point it passed.
+
+    Shared, the second run snapshots the durable state at each point as it passes it; replayed,
+    each branch will re-execute its crash from nothing.
+    """
+    first = run_scenario(variant, job, (), store)
+    run, states = live(variant, job, store, None, (), watch=share)
+    check_retrace(run, 1, first.trace(1), "the first uninterrupted run")
+    baseline, calls = run.trace(1), run.world.model.calls
+    points = range(1, len(baseline) + 1)
+    if share:
+        branches = [Branch(variant, job, depth, calls, (i,), state, ()) for i, state in zip(points, states)]
+    else:
+        branches = [Branch(variant, job, depth, calls, (i,), None, (baseline,)) for i in points]
+    return Trunk(variant, job, run, branches)
 
 
 @dataclass(frozen=True)
@@ -463,9 +499,9 @@ class VariantSweep:
 
 def sweep_variant(variant: Variant, job: Job, store: StoreFactory, depth: int = 2, share: bool = True,
                   advance: Advance = _ignore) -> VariantSweep:
-    """Every scenario of up to `depth` crashes; `share=False` re-executes each from nothing (the oracle)."""
-    grow = grow_shared if share else grow_replayed
-    return VariantSweep(variant, grow(variant, job, store, depth, advance))
+    """Every scenario of up to `depth` crashes, in this process; `share=False` re-executes each (the oracle)."""
+    stem, memo = trunk(variant, job, store, depth, share), {}
+    return stem.join([branch.grow(store, advance, memo) for branch in stem.branches])
 
 
 def memory_stores() -> StoreFactory:

@@ -95,3 +95,13 @@ def test_the_five_designs_have_the_counted_scenarios_at_every_depth(triage):
 @pytest.mark.parametrize("slug", VARIANTS)
 def test_the_shared_sweep_of_triage_at_depth_three_is_the_replayed_one(triage, slug):
     assert_equal(*both(VARIANTS[slug], triage, depth=3))
+
+
+@pytest.mark.parametrize("share", [True, False])
+def test_any_number_of_workers_gives_the_same_sweep(share):
+    from crashlab.parallel import sweep_all
+
+    job, variants = find_job("read-only"), [DESIGNS["after-reply"], AGENTS["agent-keyless"]]
+    one, two = (sweep_all(variants, job, "memory", 3, share, workers) for workers in (1, 2))
+    for a, b in zip(one, two):
+        assert_equal(a, b)

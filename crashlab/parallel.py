@@ -1,0 +1,126 @@
+"""A sweep spread over processes, or over a Dask cluster, merged in one order whatever ran where.
+
+Each variant's uninterrupted run (its trunk) runs here; the subtree of each first crash (a
+`Branch`, a plain value) is a unit of work that runs anywhere. The trees that come back are joined
+in the order of their first crash, so the tables, the JSON and scenarios.jsonl are the same to the
+byte for any number of workers. Counts never depend on where a subtree ran: each worker keeps its
+own memo of the states it has seen, and `distinct` is computed from the states' fingerprints,
+which every process computes alike.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+from collections.abc import Callable, Iterable, Iterator
+
+from .job import Job
+from .sweep import Advance, Branch, Life, Trunk, Variant, VariantSweep, stores, trunk
+
+#: The worker process's memo: what it grew for one branch it reuses for the next branch of the same
+#: sweep. One sweep's at a time, named by a digest of what the lives depend on, so that a long-lived
+#: Dask worker never answers one job from another job's memo.
+_memo: tuple[bytes, dict] = (b"", {})
+
+
+def grow_branches(branches: tuple[Branch, ...], store: str) -> list[Life]:
+    """Grow neighbouring branches of one variant with a fresh store of kind `store`: the unit of work.
+
+    Neighbours are sent together because their restarts meet the same states most often, so the
+    memo saves the most when they grow in one process.
+    """
+    global _memo
+    first = branches[0]
+    sweep = hashlib.blake2b(pickle.dumps((first.variant, first.job, first.depth, store))).digest()
+    if _memo[0] != sweep:
+        _memo = (sweep, {})
+    with stores(store) as factory:
+        return [branch.grow(factory, memo=_memo[1]) for branch in branches]
+
+
+def units(trunks: list[Trunk], workers: int) -> list[tuple[Branch, ...]]:
+    """Each variant's branches in runs of neighbours, about four runs per worker over the whole sweep."""
+    total = sum(len(t.branches) for t in trunks)
+    size = max(1, -(-total // (4 * workers)))
+    return [tuple(t.branches[k:k + size]) for t in trunks for k in range(0, len(t.branches), size)]
+
+
+#: Seconds to wait for a Dask scheduler to answer before saying it cannot be reached.
+CONNECT_TIMEOUT = 10
+
+
+class SchedulerError(Exception):
+    """A --scheduler that cannot be used: Dask is not installed, or nothing answers at the address."""
+
+
+def default_workers() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def sweep_all(variants: Iterable[Variant], job: Job, store: str = "memory", depth: int = 2, share: bool = True,
+              workers: int = 1, scheduler: str | None = None, advance: Advance = lambda n: None) -> list[VariantSweep]:
+    """Sweep every variant: here with one worker, on a process pool with more, on a Dask cluster with `scheduler`."""
+    with stores(store) as factory:
+        trunks = [trunk(v, job, factory, depth, share) for v in variants]
+        if workers == 1 and scheduler is None:
+            memos = [{} for _ in trunks]
+            lives = [[b.grow(factory, advance, memo) for b in t.branches] for t, memo in zip(trunks, memos)]
+            return [t.join(grown) for t, grown in zip(trunks, lives)]
+    run = on_dask(scheduler) if scheduler is not None else on_pool(workers)
+    grown = [life for lives in run(units(trunks, workers), store, advance) for life in lives]
+    sweeps, k = [], 0
+    for t in trunks:
+        sweeps.append(t.join(grown[k:k + len(t.branches)]))
+        k += len(t.branches)
+    return sweeps
+
+
+Unit = tuple[Branch, ...]
+Runner = Callable[[list[Unit], str, Advance], Iterator[list[Life]]]
+
+
+def on_pool(workers: int) -> Runner:
+    """Branches on a pool of forked processes (warm: they inherit the imported crashlab)."""
+
+    def run(work: list[Unit], store: str, advance: Advance) -> Iterator[list[Life]]:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor, as_completed
+
+        context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
+        with ProcessPoolExecutor(workers, mp_context=context) as pool:
+            yield from gathered([pool.submit(grow_branches, unit, store) for unit in work], as_completed, advance)
+
+    return run
+
+
+def on_dask(address: str) -> Runner:
+    """Branches on a running Dask cluster (`crashlab[dask]`): its scheduler places them on its workers."""
+
+    def run(work: list[Unit], store: str, advance: Advance) -> Iterator[list[Life]]:
+        try:
+            from distributed import Client
+            from distributed import as_completed as dask_completed
+        except ImportError:
+            raise SchedulerError("--scheduler needs Dask: pip install 'crashlab[dask]'") from None
+        try:
+            client = Client(address, timeout=CONNECT_TIMEOUT, set_as_default=False)
+        except (OSError, TimeoutError, ValueError) as error:
+            raise SchedulerError(f"cannot reach the Dask scheduler {address!r}: {error}") from None
+        with client:
+            futures = client.map(grow_branches, work, [store] * len(work), pure=False)
+            yield from gathered(futures, dask_completed, advance)
+
+    return run
+
+
+def gathered(futures: list, completed: Callable, advance: Advance) -> Iterator[list[Life]]:
+    """Each future's lives, in the order submitted, counting scenarios as each one finishes."""
+    index = {id(f): k for k, f in enumerate(futures)}
+    results: list[list[Life]] = [[] for _ in futures]
+    for future in completed(futures):
+        lives = future.result()
+        advance(sum(life.tally.scenarios for life in lives))
+        results[index[id(future)]] = lives
+    yield from results
+
