@@ -47,7 +47,7 @@ def units(trunks: list[Trunk], workers: int) -> list[tuple[Branch, ...]]:
 
 
 #: Seconds to wait for a Dask scheduler to answer before saying it cannot be reached.
-CONNECT_TIMEOUT = 10
+CONNECT_TIMEOUT = 5
 
 
 class SchedulerError(Exception):
@@ -104,7 +104,7 @@ def on_dask(address: str) -> Runner:
         except ImportError:
             raise SchedulerError("--scheduler needs Dask: pip install 'crashlab[dask]'") from None
         try:
-            client = Client(address, timeout=CONNECT_TIMEOUT, set_as_default=False)
+            client = Client(address, timeout=CONNECT_TIMEOUT)
         except (OSError, TimeoutError, ValueError) as error:
             raise SchedulerError(f"cannot reach the Dask scheduler {address!r}: {error}") from None
         with client:
