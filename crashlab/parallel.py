@@ -13,7 +13,9 @@ from __future__ import annotations
 import hashlib
 import os
 import pickle
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
+from functools import partial
+from typing import Any
 
 from .job import Job
 from .sweep import Advance, Branch, Life, Trunk, Variant, VariantSweep, stores, trunk
@@ -67,8 +69,11 @@ def sweep_all(variants: Iterable[Variant], job: Job, store: str = "memory", dept
             memos = [{} for _ in trunks]
             lives = [[b.grow(factory, advance, memo) for b in t.branches] for t, memo in zip(trunks, memos)]
             return [t.join(grown) for t, grown in zip(trunks, lives)]
-    run = on_dask(scheduler) if scheduler is not None else on_pool(workers)
-    grown = [life for lives in run(units(trunks, workers), store, advance) for life in lives]
+    def done(lives: list[Life]) -> None:
+        advance(sum(life.tally.scenarios for life in lives))
+
+    run = runner(workers, scheduler)
+    grown = [life for lives in run(partial(grow_branches, store=store), units(trunks, workers), done) for life in lives]
     sweeps, k = [], 0
     for t in trunks:
         sweeps.append(t.join(grown[k:k + len(t.branches)]))
@@ -76,28 +81,34 @@ def sweep_all(variants: Iterable[Variant], job: Job, store: str = "memory", dept
     return sweeps
 
 
-Unit = tuple[Branch, ...]
-Runner = Callable[[list[Unit], str, Advance], Iterator[list[Life]]]
+#: Runs a picklable function on each item somewhere, and returns the results in the items' order,
+#: calling `done` with each result as it arrives.
+Runner = Callable[[Callable[[Any], Any], list, Callable[[Any], None]], list]
+
+
+def runner(workers: int, scheduler: str | None) -> Runner:
+    """A Dask cluster's if `scheduler` names one, else a pool of `workers` processes."""
+    return on_dask(scheduler) if scheduler is not None else on_pool(workers)
 
 
 def on_pool(workers: int) -> Runner:
-    """Branches on a pool of forked processes (warm: they inherit the imported crashlab)."""
+    """A pool of forked processes (warm: they inherit the imported crashlab)."""
 
-    def run(work: list[Unit], store: str, advance: Advance) -> Iterator[list[Life]]:
+    def run(fn: Callable[[Any], Any], items: list, done: Callable[[Any], None]) -> list:
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor, as_completed
 
         context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
         with ProcessPoolExecutor(workers, mp_context=context) as pool:
-            yield from gathered([pool.submit(grow_branches, unit, store) for unit in work], as_completed, advance)
+            return gathered([pool.submit(fn, item) for item in items], as_completed, done)
 
     return run
 
 
 def on_dask(address: str) -> Runner:
-    """Branches on a running Dask cluster (`crashlab[dask]`): its scheduler places them on its workers."""
+    """A running Dask cluster (`crashlab[dask]`): its scheduler places the work on its workers."""
 
-    def run(work: list[Unit], store: str, advance: Advance) -> Iterator[list[Life]]:
+    def run(fn: Callable[[Any], Any], items: list, done: Callable[[Any], None]) -> list:
         try:
             from distributed import Client
             from distributed import as_completed as dask_completed
@@ -108,19 +119,16 @@ def on_dask(address: str) -> Runner:
         except (OSError, TimeoutError, ValueError) as error:
             raise SchedulerError(f"cannot reach the Dask scheduler {address!r}: {error}") from None
         with client:
-            futures = client.map(grow_branches, work, [store] * len(work), pure=False)
-            yield from gathered(futures, dask_completed, advance)
+            return gathered(client.map(fn, items, pure=False), dask_completed, done)
 
     return run
 
 
-def gathered(futures: list, completed: Callable, advance: Advance) -> Iterator[list[Life]]:
-    """Each future's lives, in the order submitted, counting scenarios as each one finishes."""
+def gathered(futures: list, completed: Callable, done: Callable[[Any], None]) -> list:
+    """Each future's result, in the order submitted, telling `done` of each as it finishes."""
     index = {id(f): k for k, f in enumerate(futures)}
-    results: list[list[Life]] = [[] for _ in futures]
+    results: list = [None] * len(futures)
     for future in completed(futures):
-        lives = future.result()
-        advance(sum(life.tally.scenarios for life in lives))
-        results[index[id(future)]] = lives
-    yield from results
-
+        results[index[id(future)]] = result = future.result()
+        done(result)
+    return results

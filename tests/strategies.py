@@ -1,38 +1,15 @@
-"""Random small jobs in the YAML schema, for the properties that must hold on any job."""
+"""Random small jobs in the YAML schema, for the properties that must hold on any job.
+
+The jobs come from `crashlab.generate`, the generator `crashlab campaign` uses too; Hypothesis
+supplies its random numbers, so a failing job is found again and shrunk towards a simpler one.
+"""
 
 from hypothesis import strategies as st
 
+from crashlab.generate import job_spec
 from crashlab.job import Job, parse_job
 
-TOOLS = st.sampled_from(["create_issue", "comment", "search"])
-#: Call IDs as a user may write them: short, and unlike the triage job's one-letter ones.
-CALL_IDS = st.from_regex(r"[A-Za-z][A-Za-z0-9_.-]{0,6}", fullmatch=True)
 
-
-@st.composite
-def jobs(draw, max_turns: int = 2, max_calls: int = 3, harder: bool = False) -> Job:
-    """A job of up to `max_turns` replies of up to `max_calls` calls each, then the answer.
-
-    Comments target an issue created earlier in the job or a fixed number; with `harder`, any call
-    may also fail after the tracker accepted it, or wait for an approval.
-    """
-    shape = draw(st.lists(st.lists(TOOLS, min_size=1, max_size=max_calls), min_size=1, max_size=max_turns))
-    ids = iter(draw(st.lists(CALL_IDS, min_size=sum(map(len, shape)), max_size=sum(map(len, shape)), unique=True)))
-    created, turns = [], []
-    for tools in shape:
-        calls = []
-        for tool in tools:
-            call = {"id": next(ids), "tool": tool}
-            if tool == "create_issue":
-                call["args"] = {"title": draw(st.sampled_from(["login", "crash", "login fails"])), "body": "b"}
-                created.append(call["id"])
-            elif tool == "comment":
-                call["args"] = {"issue": draw(st.sampled_from([f"${c}" for c in created] + [1])), "body": "b"}
-            else:
-                call["args"] = {"query": draw(st.sampled_from(["login", "nothing"]))}
-            if harder:
-                call["fails_after_accept"] = draw(st.booleans())
-                call["needs_approval"] = draw(st.booleans())
-            calls.append(call)
-        turns.append({"calls": calls})
-    return parse_job({"name": "generated", "turns": [*turns, {"answer": "done"}]})
+def jobs(max_turns: int = 2, max_calls: int = 3, harder: bool = False) -> st.SearchStrategy[Job]:
+    """A job of up to `max_turns` replies of up to `max_calls` calls each, then the answer (see `job_spec`)."""
+    return st.randoms(use_true_random=False).map(lambda rng: parse_job(job_spec(rng, max_turns, max_calls, harder)))

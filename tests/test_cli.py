@@ -175,7 +175,7 @@ def test_the_progress_bar_counts_scenarios_on_a_real_terminal(tmp_path):
 
 
 def test_sharing_or_not_the_output_is_the_same_to_the_byte(cli):
-    for args in (("--variant", "all"), ("--loop", "agent", "--depth", "3", "--job", "read-only")):
+    for args in (("--variant", "all"), ("--loop", "agent", "--depth", "1", "--job", "approval")):
         shared = cli("sweep", *args, "--format", "json")
         assert shared[0] == 0 and cli("sweep", *args, "--format", "json", "--no-share") == shared
 
