@@ -28,7 +28,6 @@ def check_guarantees(job):
         sweep = sweep_variant(agent, job, memory_stores())
         rows[agent.tracker_mode] = sweep.row()
         assert [what for s in sweep.scenarios() for what in broken(agent, job, s)] == [], agent.slug
-    assert rows["keyed"].dups == rows["keyless"].missing == 0  # the promises are about something
     return rows
 
 
