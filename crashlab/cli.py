@@ -11,8 +11,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import click
-from tabulate import tabulate
-from tqdm import tqdm
 
 from . import explain as explaining
 from . import report
@@ -117,6 +115,8 @@ def sweep_all(variants: list[Variant], job: Job, store: str, depth: int = 2, sha
     The bar counts scenarios, over every worker. How many there are is known only once the restarts
     have run, so it shows the count and the rate, not a fraction.
     """
+    from tqdm import tqdm
+
     from .parallel import SchedulerError
     from .parallel import sweep_all as sweep_everything
 
@@ -249,7 +249,7 @@ def sweep(job_spec: str, loop: str | None, variant: str | None, tracker: str | N
         commands = [f"crashlab explain {r.id} --job {shlex.quote(job_spec)}" for r in chosen]
         if fmt == "table":
             lines = [[r.id, r.labels[0], command] for r, command in zip(chosen, commands)]
-            click.echo(tabulate(lines, tablefmt="plain") if lines else f"no scenario with {listing}")
+            click.echo(report.grid(lines) if lines else f"no scenario with {listing}")
         else:
             data = [{"id": r.id, "first_crash": r.labels[0], "command": c} for r, c in zip(chosen, commands)]
             text = json.dumps(data, indent=2) if fmt == "json" else report.csv_text(data, ["id", "first_crash", "command"])
@@ -289,6 +289,8 @@ def campaign(count: int, seed: int, depth: int, workers: int, scheduler: str | N
     the person where the tracker could have answered, or asked an approval other than once. Exit 1
     if any did; each such job is written to DIR as a YAML file, with the command that explains it.
     """
+    from tqdm import tqdm
+
     from .campaign import campaign as run_campaign
     from .parallel import SchedulerError
 
@@ -431,7 +433,7 @@ def jobs(fmt: str) -> None:
     if fmt == "json":
         click.echo(json.dumps(listed, indent=2))
     else:
-        click.echo(tabulate([list(j.values()) for j in listed], headers=["job", "calls", "description"], tablefmt="plain"))
+        click.echo(report.grid([list(j.values()) for j in listed], ["job", "calls", "description"]))
 
 
 @cli.command()
@@ -514,7 +516,7 @@ def tracker_show(directory: Path, fmt: str) -> None:
         return
     body = [[r["kind"], r["number"], r["call"], r["key"] or "-", r["issue"] or "",
              r["text"].splitlines()[0], "DUPLICATE" if r["duplicate"] else ""] for r in rows]
-    click.echo(tabulate(body, headers=["kind", "#", "call", "key", "on", "text", "dup"], tablefmt="simple")
+    click.echo(report.grid(body, ["kind", "#", "call", "key", "on", "text", "dup"], "simple")
                if rows else "no records")
 
 

@@ -6,7 +6,6 @@ import csv
 import io
 import json
 import os
-import platform
 import re
 import shlex
 import shutil
@@ -14,13 +13,11 @@ import sys
 import tempfile
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timezone
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from tabulate import tabulate
+import crashlab
 
-from . import __version__
 from .job import Job, read_bytes, shown, utf8
 from .sweep import Row, ScenarioResult
 
@@ -90,7 +87,14 @@ def table(rows: Sequence[Row], columns: Columns = DESIGN_COLUMNS) -> str:
     """A pipe table: readable in a terminal, diff-friendly in a golden file."""
     heads = ["variant", *(head for _, head in columns)]
     body = [[row.name, *(cell(row, key) for key, _ in columns)] for row in rows]
-    return tabulate(body, headers=heads, tablefmt="github")
+    return grid(body, heads, "github")
+
+
+def grid(body: Sequence[Sequence[Any]], headers: Sequence[str] = (), style: str = "plain") -> str:
+    """Rows lined up in columns (tabulate, imported only when a table is printed)."""
+    from tabulate import tabulate
+
+    return tabulate(body, headers=list(headers), tablefmt=style)
 
 
 def to_json(rows: Sequence[Row], columns: Columns = DESIGN_COLUMNS) -> str:
@@ -192,18 +196,20 @@ def write_results(out: Path, job: Job, rows: Sequence[Row], scenarios: Iterable[
 def manifest(job: Job) -> dict[str, Any]:
     """How the results were made: the exact job bytes that were swept, and the software that swept them."""
     return {
-        "crashlab": __version__,
+        "crashlab": crashlab.__version__,
         "job": job.source,
         "job_sha256": job.sha256,
         "command": shlex.join(["crashlab", *sys.argv[1:]]),
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "python": platform.python_version(),
+        "python": sys.version.split()[0],
         "dependencies": dependency_versions(),
     }
 
 
 def dependency_versions() -> dict[str, str]:
     """The installed version of each of crashlab's own requirements (its extras left out)."""
+    from importlib import metadata
+
     try:
         required = metadata.requires("crashlab") or []
     except metadata.PackageNotFoundError:
