@@ -25,14 +25,14 @@ sweep: $(INSTALLED)
 	$(BIN)/crashlab plot --loop agent --out results/agent/sweep.png
 
 # The fast suite; `make test-slow` runs the rest: real processes killed at every crash point, and
-# whole sweeps on SQLite. Exit 5 (no test collected) is not a failure: a marker may select none.
+# whole sweeps on SQLite. Both run on every core (pytest-xdist).
 test: $(INSTALLED)
-	$(BIN)/pytest -q -m "not slow"
+	$(BIN)/pytest -q -n auto -m "not slow"
 
 # The slower suites (real processes killed at every crash point, file-store equivalence, a real
 # terminal): CI runs them after `make test`.
 test-slow: $(INSTALLED)
-	$(BIN)/pytest -q -m slow
+	$(BIN)/pytest -q -n auto -m slow
 
 bench: $(INSTALLED)
 	$(BIN)/python scripts/bench.py

@@ -120,7 +120,7 @@ def sweep_all(variants: list[Variant], job: Job, store: str, depth: int = 2, sha
     from .parallel import SchedulerError
     from .parallel import sweep_all as sweep_everything
 
-    with tqdm(desc="sweep", unit="scenario", delay=1.0, file=sys.stderr, disable=not sys.stderr.isatty(),
+    with tqdm(desc="sweep", unit=" scenarios", delay=1.0, file=sys.stderr, disable=not sys.stderr.isatty(),
               leave=False) as bar:
         try:
             return sweep_everything(variants, job, store, depth, share, workers, scheduler, bar.update)
@@ -294,7 +294,7 @@ def campaign(count: int, seed: int, depth: int, workers: int, scheduler: str | N
     from .campaign import campaign as run_campaign
     from .parallel import SchedulerError
 
-    with tqdm(total=count, desc="campaign", unit="job", delay=1.0, file=sys.stderr, disable=not sys.stderr.isatty(),
+    with tqdm(total=count, desc="campaign", unit=" jobs", delay=1.0, file=sys.stderr, disable=not sys.stderr.isatty(),
               leave=False) as bar:
         try:
             verdicts = run_campaign(count, seed, depth, workers, scheduler, lambda v: bar.update(1))
