@@ -1,43 +1,115 @@
-"""Time the whole five-design sweep of the triage job on both stores, and the agent's three rows.
+"""Time crashlab's sweeps as a user runs them, whole processes, and print the ratios the targets name.
 
-Usage: python scripts/bench.py [--job NAME|FILE] [--repeat N]. Prints the best of N wall times per sweep,
-with scenarios per second, crash-point hits and checkpoint saves, so the README's figures can be
-checked on any machine. Targets on the project's 2-core machine for the five designs: memory under
-1 s, files under 10 s.
+Usage: python scripts/bench.py [--repeat N] [--quick]. Every figure is measured in this one run, on
+this machine: wall time (median of N) and peak memory of a `crashlab` process. It prints
+
+- sharing against re-execution (`--no-share`) at depth 2 and 3, and the depth-4 sweep of the designs;
+- `--workers 2` against `--workers 1`, beside what two processes can gain on this machine at all
+  (the same busy loop run alone, then twice at once);
+- the growth table: scenarios, seconds and peak memory at depths 1 to 4, and for jobs of 4 to 32
+  changing calls at depth 2.
+
+`--quick` skips the slow re-executed depth-3 sweeps.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
 import time
+from pathlib import Path
 
-from crashlab.designs import DESIGNS
-from crashlab.job import find_job
-from crashlab.sweep import AGENTS, stores, sweep_variant
+CRASHLAB = [sys.executable, "-m", "crashlab"]
+SPIN = [sys.executable, "-c", "x = 0\nfor i in range(10_000_000): x += i"]
+
+
+def measure(args: list[str], repeat: int) -> tuple[float, int, str]:
+    """Median wall seconds, peak RSS in MiB (the largest of the runs) and the last run's stdout."""
+    times, peak, out = [], 0, ""
+    for _ in range(repeat):
+        with tempfile.TemporaryFile() as stdout:
+            start = time.perf_counter()
+            process = subprocess.Popen(args, stdout=stdout, stderr=subprocess.DEVNULL)
+            _, status, usage = os.wait4(process.pid, 0)
+            times.append(time.perf_counter() - start)
+            process.returncode = os.waitstatus_to_exitcode(status)
+            if process.returncode != 0:
+                raise SystemExit(f"failed ({process.returncode}): {' '.join(args)}")
+            peak = max(peak, usage.ru_maxrss // 1024)
+            stdout.seek(0)
+            out = stdout.read().decode()
+    return statistics.median(times), peak, out
+
+
+def sweep(*options: str, repeat: int) -> tuple[float, int, int]:
+    """A `crashlab sweep` as JSON: its seconds, peak MiB and scenario count."""
+    seconds, peak, out = measure([*CRASHLAB, "sweep", "--format", "json", *options], repeat)
+    return seconds, peak, sum(row["scenarios"] for row in json.loads(out))
+
+
+def job_file(directory: Path, changing: int) -> str:
+    """A job of `changing` changing calls: issues, then a comment on each, four calls a turn."""
+    calls = [{"id": f"I{k}", "tool": "create_issue", "args": {"title": f"bug {k}", "body": "b"}}
+             for k in range(changing // 2)]
+    calls += [{"id": f"C{k}", "tool": "comment", "args": {"issue": f"$I{k}", "body": "b"}} for k in range(changing // 2)]
+    turns = [{"calls": calls[k:k + 4]} for k in range(0, len(calls), 4)]
+    path = directory / f"calls-{changing}.yaml"
+    path.write_text(json.dumps({"name": f"calls-{changing}", "turns": [*turns, {"answer": "done"}]}))  # JSON is YAML
+    return str(path)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--job", default="triage", help="a shipped job's name or a job file")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--quick", action="store_true", help="skip the re-executed depth-3 sweeps")
     args = parser.parse_args()
-    job = find_job(args.job)
-    for loop, variants in (("designs", DESIGNS), ("agent", AGENTS)):
-        for kind in ("memory", "files"):
-            measure(loop, kind, list(variants.values()), job, args.repeat)
+    r = args.repeat
+    one = ("--workers", "1")
 
+    print("## sharing against re-execution (whole processes, --workers 1, the five designs)")
+    for depth in (2, 3):
+        if depth == 3 and args.quick:
+            continue
+        shared = sweep("--variant", "all", "--depth", str(depth), *one, repeat=r)
+        replayed = sweep("--variant", "all", "--depth", str(depth), "--no-share", *one, repeat=1 if depth > 2 else r)
+        assert shared[2] == replayed[2]
+        print(f"depth {depth}: {shared[2]:,} scenarios, shared {shared[0]:.2f} s, --no-share {replayed[0]:.2f} s: "
+              f"{shared[0] / replayed[0]:.3f} of the time")
+    deep = sweep("--variant", "all", "--depth", "4", *one, repeat=r)
+    print(f"depth 4: {deep[2]:,} scenarios, shared {deep[0]:.2f} s, peak {deep[1]} MiB")
 
-def measure(loop: str, kind: str, variants: list, job, repeat: int) -> None:
-    best = float("inf")
-    for _ in range(repeat):
-        with stores(kind) as factory:
-            start = time.perf_counter()
-            sweeps = [sweep_variant(variant, job, factory) for variant in variants]
-            best = min(best, time.perf_counter() - start)
-    results = [result for s in sweeps for result in s.scenarios]
-    hits, saves = sum(r.hits for r in results), sum(r.saves for r in results)
-    print(f"{loop:7} {kind:6} store: {len(results)} scenarios ({hits} crash-point hits, {saves} saves) "
-          f"in {best:.3f} s (best of {repeat}), {len(results) / best:,.0f} scenarios/s")
+    print("\n## --workers 2 against --workers 1, depth 3")
+    alone = measure(SPIN, r)[0]
+    start = time.perf_counter()
+    spinners = [subprocess.Popen(SPIN) for _ in range(2)]
+    for s in spinners:
+        s.wait()
+    together = time.perf_counter() - start
+    print(f"this machine: two busy loops at once take {together:.2f} s, one alone {alone:.2f} s: "
+          f"at most {2 * alone / together:.2f}x from a second process")
+    cases = [("shared", ())] + ([] if args.quick else [("--no-share", ("--no-share",))])
+    for name, extra in cases:
+        times = [sweep("--variant", "all", "--depth", "3", "--workers", str(w), *extra, repeat=r if not extra else 1)[0]
+                 for w in (1, 2)]
+        print(f"{name}: --workers 1 {times[0]:.2f} s, --workers 2 {times[1]:.2f} s: {times[0] / times[1]:.2f}x")
+
+    print("\n## growth: the five designs on the triage job, shared, --workers 1")
+    print("| depth | scenarios | seconds | peak MiB |\n|---:|---:|---:|---:|")
+    for depth in (1, 2, 3, 4):
+        seconds, peak, scenarios = sweep("--variant", "all", "--depth", str(depth), *one, repeat=r)
+        print(f"| {depth} | {scenarios:,} | {seconds:.2f} | {peak} |")
+    print("\n## growth: jobs of more changing calls, depth 2, the agent's loop against the keyed tracker")
+    print("| changing calls | scenarios | seconds | peak MiB |\n|---:|---:|---:|---:|")
+    with tempfile.TemporaryDirectory() as directory:
+        for changing in (4, 8, 16, 32):
+            job = job_file(Path(directory), changing)
+            seconds, peak, scenarios = sweep("--tracker", "keyed", "--job", job, *one, repeat=r)
+            print(f"| {changing} | {scenarios:,} | {seconds:.2f} | {peak} |")
 
 
 if __name__ == "__main__":
