@@ -38,7 +38,7 @@ GOOD_CALL = "{id: A, tool: create_issue, args: {title: t, body: b}}"
 @pytest.mark.parametrize(
     ("text", "place", "problem"),
     [
-        (f"name: x\nturns:\n  - calls: [{{id: A, tool: delete_repo, args: {{}}}}]\n  - answer: a\n",
+        ("name: x\nturns:\n  - calls: [{id: A, tool: delete_repo, args: {}}]\n  - answer: a\n",
          "turn 1 call 1", "unknown tool 'delete_repo' (valid: create_issue, comment, search)"),
         ("name: x\nturns:\n  - calls: [{id: C, tool: comment, args: {issue: $Z, body: b}}]\n  - answer: a\n",
          "turn 1 call 1", "issue '$Z' must be an integer or \"$ID\" of an earlier create_issue call"),
