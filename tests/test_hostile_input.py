@@ -204,7 +204,9 @@ def test_a_job_that_would_exhaust_time_or_memory_is_refused_at_once(tmp_path, ma
 def test_sigterm_leaves_no_file_store_and_no_partial_results_behind(tmp_path):
     """`timeout` and supervisors send SIGTERM: it unwinds like Ctrl-C, so /dev/shm and --out stay clean."""
     out = tmp_path / "results"
-    process = subprocess.Popen([sys.executable, "-m", "crashlab.cli", "sweep", "--store", "files", "--out", str(out)],
+    # Re-executed on one worker, the sweep holds its file store in this process for a few seconds.
+    args = ["sweep", "--store", "files", "--no-share", "--workers", "1", "--out", str(out)]
+    process = subprocess.Popen([sys.executable, "-m", "crashlab.cli", *args],
                                cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     root = None
     deadline = time.monotonic() + 10
