@@ -109,7 +109,7 @@ def check_handles(job: Job, variants: list[Variant]) -> None:
 
 
 def sweep_all(variants: list[Variant], job: Job, store: str, depth: int = 2, share: bool = True, workers: int = 1,
-              scheduler: str | None = None) -> list[VariantSweep]:
+              scheduler: str | None = None, kill: bool = False) -> list[VariantSweep]:
     """Sweep each variant, with a progress bar on stderr if that is a terminal and it takes a while.
 
     The bar counts scenarios, over every worker. How many there are is known only once the restarts
@@ -123,7 +123,7 @@ def sweep_all(variants: list[Variant], job: Job, store: str, depth: int = 2, sha
     with tqdm(desc="sweep", unit=" scenarios", delay=1.0, file=sys.stderr, disable=not sys.stderr.isatty(),
               leave=False) as bar:
         try:
-            return sweep_everything(variants, job, store, depth, share, workers, scheduler, bar.update)
+            return sweep_everything(variants, job, store, depth, share, workers, scheduler, bar.update, kill)
         except SchedulerError as error:
             raise Failure(str(error)) from None
 
@@ -178,7 +178,7 @@ def cli(ctx: click.Context) -> None:
 @cli.command()
 @job_option
 @variant_options
-@click.option("--store", type=click.Choice(STORE_KINDS), default="memory", show_default=True,
+@click.option("--store", type=click.Choice(STORE_KINDS), default=None, show_default="memory; files with --kill",
               help="Where checkpoints go: in memory, or real JSON files replaced with os.replace.")
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table", show_default=True,
               help="A table for people, JSON or CSV for scripts.")
@@ -199,9 +199,13 @@ def cli(ctx: click.Context) -> None:
               help="Processes to spread the sweep over, by first crash point. The output is the same for any number.")
 @click.option("--scheduler", metavar="tcp://HOST:PORT",
               help="Send the work to this running Dask scheduler instead (needs crashlab[dask]); same output.")
-def sweep(job_spec: str, loop: str | None, variant: str | None, tracker: str | None, store: str, fmt: str,
+@click.option("--kill", is_flag=True,
+              help="Make every process of every scenario a real OS process, forked from this one, that SIGKILLs "
+                   "itself at its crash point, over a world in SQLite and a checkpoint file. It uses the file "
+                   "store (a memory store cannot outlive a real death) and re-executes every scenario (--no-share).")
+def sweep(job_spec: str, loop: str | None, variant: str | None, tracker: str | None, store: str | None, fmt: str,
           golden: str | None, listing: str | None, out: str | None, depth: int, replay: bool, workers: int,
-          scheduler: str | None) -> None:
+          scheduler: str | None, kill: bool) -> None:
     """Crash the loop at every point, and its restart at every point, and count the damage.
 
     \b
@@ -217,6 +221,8 @@ def sweep(job_spec: str, loop: str | None, variant: str | None, tracker: str | N
       calls+     model calls beyond the uninterrupted run's
     The five designs' table shows the first seven; any agent variant brings the agent table's columns.
     """
+    if kill and store == "memory":
+        raise Failure("--kill needs --store files: a memory store cannot outlive a real death")
     variants = choose_variants(loop, variant, tracker)
     columns = columns_for(variants, depth)
     job = open_job(job_spec)
@@ -234,7 +240,8 @@ def sweep(job_spec: str, loop: str | None, variant: str | None, tracker: str | N
         except report.ResultsError as error:
             raise Failure(str(error)) from None
     try:
-        sweeps = sweep_all(variants, job, store, depth, not replay, workers, scheduler)
+        sweeps = sweep_all(variants, job, store or ("files" if kill else "memory"), depth, not (replay or kill),
+                           workers, scheduler, kill)
         rows = [s.row() for s in sweeps]
         if pending is not None:
             pending.commit(job, rows, every_scenario(sweeps), columns)

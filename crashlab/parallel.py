@@ -18,7 +18,7 @@ from functools import partial
 from typing import Any
 
 from .job import Job
-from .sweep import Advance, Branch, Life, Trunk, Variant, VariantSweep, stores, trunk
+from .sweep import Advance, Branch, Life, Trunk, Variant, VariantSweep, run_scenario, stores, trunk
 
 #: The worker process's memo: what it grew for one branch it reuses for the next branch of the same
 #: sweep. One sweep's at a time, named by a digest of what the lives depend on, so that a long-lived
@@ -61,10 +61,17 @@ def default_workers() -> int:
 
 
 def sweep_all(variants: Iterable[Variant], job: Job, store: str = "memory", depth: int = 2, share: bool = True,
-              workers: int = 1, scheduler: str | None = None, advance: Advance = lambda n: None) -> list[VariantSweep]:
-    """Sweep every variant: here with one worker, on a process pool with more, on a Dask cluster with `scheduler`."""
+              workers: int = 1, scheduler: str | None = None, advance: Advance = lambda n: None,
+              kill: bool = False) -> list[VariantSweep]:
+    """Sweep every variant: here with one worker, on a process pool with more, on a Dask cluster with `scheduler`.
+
+    With `kill`, every process is a real one, killed for real (`crashlab.kill`): re-executed, on files.
+    """
+    scenario = run_scenario
+    if kill:
+        from .kill import run_scenario as scenario
     with stores(store) as factory:
-        trunks = [trunk(v, job, factory, depth, share) for v in variants]
+        trunks = [trunk(v, job, factory, depth, share, scenario) for v in variants]
         if workers == 1 and scheduler is None:
             memos = [{} for _ in trunks]
             lives = [[b.grow(factory, advance, memo) for b in t.branches] for t, memo in zip(trunks, memos)]

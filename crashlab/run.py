@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import fcntl
 import os
-import signal
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -28,14 +26,13 @@ from .agent import AgentLoop
 from .checkpoint import Checkpoint, CheckpointError
 from .explain import describe
 from .job import Call, Job
+from .kill import KillingRecorder
 from .points import Recorder
-from .sqlite import Database, PersonFactory, SqlitePerson, WorldError, open_world
-from .store import FileStore
+from .sqlite import TRACKER_FILE, Database, PersonFactory, SqlitePerson, WorldError, open_world
+from .store import CHECKPOINT, FileStore
 from .tools import toolbox
 from .world import Record
 
-TRACKER_FILE = "tracker.sqlite"
-CHECKPOINT_FILE = "checkpoint.json"
 LOCK_FILE = "lock"
 
 
@@ -63,28 +60,6 @@ def locked(directory: Path) -> Iterator[None]:
         yield
     finally:
         os.close(fd)
-
-
-class KillingRecorder(Recorder):
-    """The sweep's recorder, for one real process: it prints each point, may pause, and dies by SIGKILL.
-
-    It never raises `Crash`: a death here is the kernel's, so nothing after it runs, not even a
-    ``finally``. The point is printed before the kill, so the user sees where the process died.
-    """
-
-    def __init__(self, kill_at: int | None = None, pace: float = 0.0, echo: Callable[[str], None] = print):
-        super().__init__()
-        self.kill_at = kill_at
-        self.pace = pace
-        self.echo = echo
-
-    def hit(self, label: str) -> None:
-        super().hit(label)
-        self.echo(f"point {self.passed} {label}  {self.where}")
-        if self.passed == self.kill_at:
-            os.kill(os.getpid(), signal.SIGKILL)
-        if self.pace:
-            time.sleep(self.pace)
 
 
 def echo_err(line: str) -> None:
@@ -164,7 +139,7 @@ class RunDir:
 
     @property
     def checkpoint(self) -> Path:
-        return self.path / CHECKPOINT_FILE
+        return self.path / CHECKPOINT
 
     def existing(self) -> RunDir:
         """This directory, if it is one a run has made; else a `RunError` that says what is wrong."""

@@ -25,6 +25,9 @@ from .job import Call, Job
 from .points import Recorder
 from .world import TRACKER_MODES, ApprovalDesk, Model, Person, Record, Tracker, TrackerProtocol, World
 
+#: The world's file, in a run directory or a scenario's.
+TRACKER_FILE = "tracker.sqlite"
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS records (
@@ -55,10 +58,14 @@ class Database:
     holding it loses nothing that was committed.
     """
 
-    def __init__(self, path: str | Path):
+    def __init__(self, path: str | Path, readonly: bool = False):
         self.path = Path(path)
         try:
             # Autocommit mode: transactions are begun and committed explicitly, never implicitly.
+            if readonly:  # a look that writes nothing, not even the schema
+                uri = self.path.resolve().as_uri() + "?mode=ro"
+                self.connection = sqlite3.connect(uri, uri=True, isolation_level=None)
+                return
             self.connection = sqlite3.connect(self.path, isolation_level=None)
             self.connection.execute("PRAGMA journal_mode=WAL")
             self.connection.execute("PRAGMA synchronous=FULL")
@@ -286,11 +293,13 @@ PersonFactory = Callable[[Recorder, Database, TrackerProtocol], Person]
 
 
 def open_world(db: Database, job: Job, points: Recorder, tracker_mode: str = "keyed",
-               person: PersonFactory = SqlitePerson) -> World:
+               person: PersonFactory = SqlitePerson, desk: str = "remembers") -> World:
     """The world of `job` in `db`: made on first use, and refused if it was made for another job or tracker.
 
     The job's name and the tracker's mode are claimed by the first process, so a later one cannot
     resume a run under different rules (a keyless restart of a keyed run would break its keys).
+    A desk that remembers keeps its questions and decisions in `db`; one that forgets keeps them in
+    the process, and loses them with it.
     """
     if tracker_mode not in TRACKER_MODES:
         raise WorldError(f"unknown tracker {tracker_mode!r} (valid: {', '.join(TRACKER_MODES)})")
@@ -298,7 +307,16 @@ def open_world(db: Database, job: Job, points: Recorder, tracker_mode: str = "ke
         held = db.claim(name, wanted)
         if held != wanted:
             raise WorldError(f"{db.path} was made for {name} {held!r}, not {wanted!r}")
+    return world_in(db, job, points, tracker_mode, person, desk)
+
+
+def world_in(db: Database, job: Job, points: Recorder, tracker_mode: str = "keyed",
+             person: PersonFactory = SqlitePerson, desk: str = "remembers") -> World:
+    """The world in `db` as it stands, claiming nothing: for a look at it, as the harness takes after a death."""
     tracker = SqliteTracker(points, db, tracker_mode)
     someone = person(points, db, tracker)
-    desk = ApprovalDesk(points, someone, "remembers", DurableSet(db, "pending"), Decisions(db))
-    return World(tracker, someone, desk, SqliteModel(points, db, job), DurableSet(db, "servers_died"))
+    if desk == "remembers":
+        approvals = ApprovalDesk(points, someone, desk, DurableSet(db, "pending"), Decisions(db))
+    else:
+        approvals = ApprovalDesk(points, someone, desk)
+    return World(tracker, someone, approvals, SqliteModel(points, db, job), DurableSet(db, "servers_died"))

@@ -329,6 +329,11 @@ def live(variant: Variant, job: Job, store: StoreFactory, start: Durable | None,
     return ScenarioRun(variant, crashes, points, world, durable, check_finished(points, durable), start), states
 
 
+#: How one scenario's processes run, one after another over one world and store: `run_scenario`
+#: here, each crash an exception; `crashlab.kill.run_scenario` forks each and SIGKILLs it at its point.
+ScenarioRunner = Callable[[Variant, Job, tuple[int, ...], StoreFactory], ScenarioRun]
+
+
 @dataclass(frozen=True)
 class Branch:
     """Where the subtree of one first crash begins: a unit of work that needs nothing else of the sweep.
@@ -345,6 +350,7 @@ class Branch:
     crashes: tuple[int, ...]
     state: Durable | None  # shared: what the crash left
     traces: tuple[Trace, ...]  # replayed: what each process before the last retraces
+    runner: ScenarioRunner = run_scenario  # replayed: how each scenario's processes run
 
     def grow(self, store: StoreFactory, advance: Advance = _ignore, memo: dict | None = None) -> Life:
         """The branch's tree of lives; `memo` may be shared with other branches of the same variant."""
@@ -365,7 +371,7 @@ class Branch:
         return life
 
     def _replayed(self, crashes: tuple[int, ...], traces: list[Trace], store: StoreFactory, advance: Advance) -> Life:
-        run = run_scenario(self.variant, self.job, crashes, store)
+        run = self.runner(self.variant, self.job, crashes, store)
         for process, trace in enumerate(traces, start=1):
             of = f"the restart of {scenario_id(self.variant.slug, crashes[:process - 1])}" if process > 1 else None
             check_retrace(run, process, trace, of or "the uninterrupted run")
@@ -390,21 +396,25 @@ class Trunk:
         return VariantSweep(self.variant, life_of(self.run, self.job, b"", self.run.world.model.calls, tuple(lives)))
 
 
-def trunk(variant: Variant, job: Job, store: StoreFactory, depth: int = 2, share: bool = True) -> Trunk:
+def trunk(variant: Variant, job: Job, store: StoreFactory, depth: int = 2, share: bool = True,
+          runner: ScenarioRunner = run_scenario) -> Trunk:
     """The uninterrupted run, twice, to see that it repeats, and a branch per crash point it passed.
 
     Shared, the second run snapshots the durable state at each point as it passes it; replayed,
-    each branch will re-execute its crash from nothing.
+    each branch will re-execute its crash from nothing, with `runner`. Only a process of this one
+    can be snapshotted, so sharing runs in process.
     """
-    first = run_scenario(variant, job, (), store)
-    run, states = live(variant, job, store, None, (), watch=share)
+    if share and runner is not run_scenario:
+        raise ValueError("a shared sweep runs in process: re-execute (share=False) to run scenarios otherwise")
+    first = runner(variant, job, (), store)
+    run, states = live(variant, job, store, None, (), watch=True) if share else (runner(variant, job, (), store), [])
     check_retrace(run, 1, first.trace(1), "the first uninterrupted run")
     baseline, calls = run.trace(1), run.world.model.calls
     points = range(1, len(baseline) + 1)
     if share:
         branches = [Branch(variant, job, depth, calls, (i,), state, ()) for i, state in zip(points, states)]
     else:
-        branches = [Branch(variant, job, depth, calls, (i,), None, (baseline,)) for i in points]
+        branches = [Branch(variant, job, depth, calls, (i,), None, (baseline,), runner) for i in points]
     return Trunk(variant, job, run, branches)
 
 
@@ -498,9 +508,9 @@ class VariantSweep:
 
 
 def sweep_variant(variant: Variant, job: Job, store: StoreFactory, depth: int = 2, share: bool = True,
-                  advance: Advance = _ignore) -> VariantSweep:
-    """Every scenario of up to `depth` crashes, in this process; `share=False` re-executes each (the oracle)."""
-    stem, memo = trunk(variant, job, store, depth, share), {}
+                  advance: Advance = _ignore, runner: ScenarioRunner = run_scenario) -> VariantSweep:
+    """Every scenario of up to `depth` crashes; `share=False` re-executes each (the oracle), with `runner`."""
+    stem, memo = trunk(variant, job, store, depth, share, runner), {}
     return stem.join([branch.grow(store, advance, memo) for branch in stem.branches])
 
 

@@ -1,0 +1,164 @@
+"""Real deaths: a sweep whose every process is an OS process that SIGKILLs itself gives the in-process table.
+
+`crashlab.kill.run_scenario` forks each process of a scenario, lets it run against a world in SQLite
+and a checkpoint file, and kills it at its crash point; the parent reads every count from the files
+afterwards. Held against the in-process sweep (re-executed, the oracle) scenario by scenario: a
+difference is a bug in one of the two.
+"""
+
+import os
+import signal
+
+import pytest
+from hypothesis import given, settings
+
+from crashlab import kill
+from crashlab.designs import DESIGNS, DesignLoop
+from crashlab.job import load_job
+from crashlab.points import HarnessError
+from crashlab.sweep import AGENTS, VARIANTS, file_stores, memory_stores, run_scenario, sweep_variant, trunk
+
+from .conftest import SCENARIOS
+from .strategies import jobs
+from .test_hostile_loops import (
+    AFTER_REPLY,
+    FakesItsCrash,
+    Hostile,
+    MutatesInPlace,
+    NeverFinishes,
+    ReturnsAfterItsCrash,
+    SavesInFinally,
+    SwallowsItsCrash,
+)
+
+
+def scenarios(variant, job, depth=2, killed=True):
+    """Every scenario's (ID, labels, outcome, hits, saves), killed for real or in process."""
+    with file_stores() as store:
+        sweep = sweep_variant(variant, job, store, depth, share=False, runner=kill.run_scenario if killed else run_scenario)
+        return [(s.id, s.labels, s.outcome, s.hits, s.saves) for s in sweep.scenarios()], sweep.row()
+
+
+def test_a_killed_sweep_is_the_in_process_sweep_scenario_by_scenario(triage):
+    for slug in ("after-reply", "agent-keyless"):
+        assert scenarios(VARIANTS[slug], triage, depth=1) == scenarios(VARIANTS[slug], triage, depth=1, killed=False)
+
+
+@pytest.mark.slow
+def test_a_killed_approval_job_counts_its_approvals_from_the_database():
+    approval = load_job(SCENARIOS / "approval.yaml")
+    killed, row = scenarios(AGENTS["agent-keyed"], approval, depth=1)
+    assert (killed, row) == scenarios(AGENTS["agent-keyed"], approval, depth=1, killed=False)
+    assert row.approvals > 0  # the remembering desk's questions, counted in the database
+
+
+def test_each_process_of_a_scenario_is_killed_at_its_own_point(triage):
+    with file_stores() as store:
+        run = kill.run_scenario(AFTER_REPLY, triage, (6, 3), store)
+    in_process = run_scenario(AFTER_REPLY, triage, (6, 3), memory_stores())
+    crashes = [(e.process, e.index, e.label) for e in run.points.crashes()]
+    assert crashes == [(e.process, e.index, e.label) for e in in_process.points.crashes()]
+    assert [(p, i) for p, i, _ in crashes] == [(1, 6), (2, 3)]
+    assert run.final.finished and run.start == in_process.start
+
+
+@pytest.mark.parametrize(
+    "hostile", [ReturnsAfterItsCrash, SwallowsItsCrash, pytest.param(MutatesInPlace, marks=pytest.mark.slow)]
+)
+def test_what_a_dying_loop_would_still_do_never_runs_under_sigkill(triage, hostile):
+    """No handler and no in-place edit of a dead process counts: the killed table is the honest one."""
+    killed, _ = scenarios(Hostile("h", hostile), triage, depth=1)
+    assert [s[1:] for s in killed] == [s[1:] for s in scenarios(AFTER_REPLY, triage, depth=1, killed=False)[0]]
+
+
+def test_a_save_in_finally_never_runs_at_a_sigkill_but_clobbers_the_run_when_it_returns(triage):
+    """Killed at its last point, it never saves; its restart finds the run finished, returns, and its finally
+    overwrites the finished checkpoint with an empty one: a bug of the loop's own, which the harness names."""
+    with file_stores() as store:
+        for i in (6, 33):
+            assert kill.run_scenario(Hostile("finally", SavesInFinally), triage, (i,), store).final.finished
+        with pytest.raises(HarnessError, match=r"^finally:34: process 2 returned, but the run is not finished "
+                                               r"\(the durable checkpoint: empty\)"):
+            kill.run_scenario(Hostile("finally", SavesInFinally), triage, (34,), store)
+
+
+class NondeterministicAcrossProcesses(DesignLoop):
+    """`Nondeterministic`, with a coin no fork can copy (a forked child inherits the parent's random state)."""
+
+    def resume(self):
+        if os.urandom(1)[0] < 128:
+            self.save()
+        super().resume()
+
+
+def test_a_nondeterministic_loop_is_reported_under_sigkill_too(triage):
+    with file_stores() as store, pytest.raises(HarnessError, match="the loop is not deterministic"):
+        sweep_variant(Hostile("nondeterministic", NondeterministicAcrossProcesses), triage, store, 1, share=False,
+                      runner=kill.run_scenario)
+
+
+def test_a_killed_loop_that_never_finishes_or_never_reaches_its_point_fails_its_scenario(triage):
+    with file_stores() as store:
+        with pytest.raises(HarnessError, match=r"^never: process 1 returned, but the run is not finished"):
+            kill.run_scenario(Hostile("never", NeverFinishes), triage, (), store)
+        with pytest.raises(HarnessError, match=r"after-reply:6:999: process 2 finished after \d+ crash points and "
+                                               r"never reached its crash point 999"):
+            kill.run_scenario(AFTER_REPLY, triage, (6, 999), store)
+
+
+def test_an_error_in_a_killed_process_fails_its_scenario_naming_it(triage):
+    with file_stores() as store, pytest.raises(HarnessError, match=r"^fakes:3: process 1 failed: Crash: crash at point "
+                                                                    r"1 \(temp\) \(test_hostile_loops.py:\d+\)"):
+        kill.run_scenario(Hostile("fakes", FakesItsCrash), triage, (3,), store)
+
+
+def test_a_process_killed_by_something_else_fails_its_scenario(triage, monkeypatch):
+    """A death the harness did not ask for (the OOM killer, a user's kill -9) is not counted as a crash."""
+    monkeypatch.setattr(kill, "_child", lambda *args: signal.raise_signal(signal.SIGKILL))
+    with file_stores() as store, pytest.raises(HarnessError, match=r"^after-reply:4: process 1 ended .* without a word"):
+        kill.run_scenario(AFTER_REPLY, triage, (4,), store)
+
+
+def test_a_real_death_needs_the_file_store(triage):
+    with pytest.raises(ValueError, match="a real death needs the file store"):
+        kill.run_scenario(AFTER_REPLY, triage, (1,), memory_stores())
+    with file_stores() as store, pytest.raises(ValueError, match="a shared sweep runs in process"):
+        trunk(AFTER_REPLY, triage, store, share=True, runner=kill.run_scenario)
+
+
+def test_sweep_kill_prints_the_in_process_table_and_refuses_the_memory_store(cli):
+    args = ("sweep", "--variant", "keys", "--depth", "1", "--format", "json")
+    killed = cli(*args, "--kill", "--workers", "2")
+    assert killed[0] == 0 and killed == cli(*args)
+    code, out, err = cli(*args, "--kill", "--store", "memory")
+    assert (code, out) == (2, "") and "--kill needs --store files: a memory store cannot outlive a real death" in err
+
+
+BOOK = [pytest.param(slug, marks=pytest.mark.slow) for slug in DESIGNS]
+
+
+@pytest.mark.parametrize("slug", BOOK)
+def test_the_book_table_killed_for_real_is_the_in_process_table(triage, slug):
+    killed = scenarios(DESIGNS[slug], triage)
+    assert killed == scenarios(DESIGNS[slug], triage, killed=False)
+
+
+AGENT_JOBS = [
+    pytest.param(name, mode, marks=pytest.mark.slow)
+    for name in ("triage", "approval", "server-dies") for mode in ("keyed", "keyless", "lookup")
+]
+
+
+@pytest.mark.parametrize("name, mode", AGENT_JOBS)
+def test_the_agent_table_killed_for_real_is_the_in_process_table(name, mode):
+    job = load_job(SCENARIOS / f"{name}.yaml")
+    assert scenarios(AGENTS[f"agent-{mode}"], job) == scenarios(AGENTS[f"agent-{mode}"], job, killed=False)
+
+
+@pytest.mark.slow
+@settings(max_examples=8)
+@given(jobs(max_turns=2, max_calls=2, harder=True))
+def test_on_any_job_a_killed_sweep_is_the_in_process_sweep(job):
+    for variant in (DESIGNS["keys-markers"], AGENTS["agent-lookup"]):
+        if variant.refuses(job) is None:
+            assert scenarios(variant, job) == scenarios(variant, job, killed=False)
