@@ -7,9 +7,11 @@ this machine: wall time (median of N) and peak memory of a `crashlab` process. I
 - `--workers 2` against `--workers 1`, beside what two processes can gain on this machine at all
   (the same busy loop run alone, then twice at once);
 - the growth table: scenarios, seconds and peak memory at depths 1 to 4, and for jobs of 4 to 32
-  changing calls at depth 2.
+  changing calls at depth 2;
+- the book table with every process a real one, killed by SIGKILL (`--kill`): seconds, and the cost
+  per scenario and per process, on one worker and on two.
 
-`--quick` skips the slow re-executed depth-3 sweeps.
+`--quick` skips the slow re-executed depth-3 sweeps, and kills at depth 1 only.
 """
 
 from __future__ import annotations
@@ -48,8 +50,18 @@ def measure(args: list[str], repeat: int) -> tuple[float, int, str]:
 
 def sweep(*options: str, repeat: int) -> tuple[float, int, int]:
     """A `crashlab sweep` as JSON: its seconds, peak MiB and scenario count."""
+    seconds, peak, rows = sweep_rows(*options, repeat=repeat)
+    return seconds, peak, sum(row["scenarios"] for row in rows)
+
+
+def sweep_rows(*options: str, repeat: int) -> tuple[float, int, list[dict]]:
     seconds, peak, out = measure([*CRASHLAB, "sweep", "--format", "json", *options], repeat)
-    return seconds, peak, sum(row["scenarios"] for row in json.loads(out))
+    return seconds, peak, json.loads(out)
+
+
+def processes(rows: list[dict]) -> int:
+    """The processes a re-executed sweep runs: k crashes take k + 1; each variant's uninterrupted run, twice."""
+    return sum(2 + sum(n * (k + 1) for k, n in enumerate(row["by_depth"], start=1)) for row in rows)
 
 
 def job_file(directory: Path, changing: int) -> str:
@@ -110,6 +122,15 @@ def main() -> None:
             job = job_file(Path(directory), changing)
             seconds, peak, scenarios = sweep("--tracker", "keyed", "--job", job, *one, repeat=r)
             print(f"| {changing} | {scenarios:,} | {seconds:.2f} | {peak} |")
+
+
+    depth = "1" if args.quick else "2"
+    print(f"\n## every process killed for real (--kill), the five designs, depth {depth}")
+    for workers in ("1", "2"):
+        seconds, peak, rows = sweep_rows("--variant", "all", "--kill", "--depth", depth, "--workers", workers, repeat=1)
+        n, p = sum(row["scenarios"] for row in rows), processes(rows)
+        print(f"--workers {workers}: {n:,} scenarios, {p:,} processes in {seconds:.1f} s: "
+              f"{1000 * seconds / n:.2f} ms a scenario, {1000 * seconds / p:.2f} ms a process, peak {peak} MiB")
 
 
 if __name__ == "__main__":
