@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from .generate import job_spec
 from . import guarantees
+from .generate import job_spec
 from .job import parse_job
 from .parallel import runner
 from .points import HarnessError

@@ -29,8 +29,7 @@ import msgspec
 from .durable import Durable
 from .job import Job
 from .points import Crash, Event, HarnessError, Recorder, Where
-from . import sqlite
-from .sqlite import TRACKER_FILE, Database, open_world
+from .sqlite import TRACKER_FILE, Database, open_world, world_in
 from .store import FileStore
 from .sweep import ScenarioRun, StoreFactory, Variant, check_death, check_finished, scenario_id
 from .world import World, WorldState
@@ -96,9 +95,9 @@ def run_scenario(variant: Variant, job: Job, crashes: tuple[int, ...], store: St
         if points.dead is None:
             break
         if points.process == len(crashes):  # the last death: where the last process starts
-            start = Durable(FileStore(directory, points, fsync=False).files(), world_in(directory, job, variant))
+            start = Durable(FileStore(directory, points, fsync=False).files(), read_world(directory, job, variant))
     final = FileStore(directory, points, fsync=False)
-    world = World.restore(world_in(directory, job, variant), job, points)
+    world = World.restore(read_world(directory, job, variant), job, points)
     return ScenarioRun(variant, crashes, points, world, final, check_finished(points, final), start)
 
 
@@ -163,10 +162,10 @@ def _child(variant: Variant, job: Job, parent: Recorder, directory: Path, write:
         os._exit(status)  # never the parent's exit handlers, never its buffered output
 
 
-def world_in(directory: Path, job: Job, variant: Variant) -> WorldState:
+def read_world(directory: Path, job: Job, variant: Variant) -> WorldState:
     """What the world's database in `directory` holds now, read (never written) by the parent."""
     with Database(directory / TRACKER_FILE, readonly=True) as db:
-        return sqlite.world_in(db, job, Recorder(), variant.tracker_mode, desk=variant.desk).state()
+        return world_in(db, job, Recorder(), variant.tracker_mode, desk=variant.desk).state()
 
 
 _empty: bytes = b""

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from crashlab.job import JobError, MAX_ISSUE, TEXT_LIMITS, load_job
+from crashlab.job import MAX_ISSUE, TEXT_LIMITS, JobError, load_job
 
 from .conftest import ROOT
 

@@ -35,7 +35,8 @@ from .test_hostile_loops import (
 def scenarios(variant, job, depth=2, killed=True):
     """Every scenario's (ID, labels, outcome, hits, saves), killed for real or in process."""
     with file_stores() as store:
-        sweep = sweep_variant(variant, job, store, depth, share=False, runner=kill.run_scenario if killed else run_scenario)
+        runner = kill.run_scenario if killed else run_scenario
+        sweep = sweep_variant(variant, job, store, depth, share=False, runner=runner)
         return [(s.id, s.labels, s.outcome, s.hits, s.saves) for s in sweep.scenarios()], sweep.row()
 
 
@@ -115,7 +116,8 @@ def test_an_error_in_a_killed_process_fails_its_scenario_naming_it(triage):
 def test_a_process_killed_by_something_else_fails_its_scenario(triage, monkeypatch):
     """A death the harness did not ask for (the OOM killer, a user's kill -9) is not counted as a crash."""
     monkeypatch.setattr(kill, "_child", lambda *args: signal.raise_signal(signal.SIGKILL))
-    with file_stores() as store, pytest.raises(HarnessError, match=r"^after-reply:4: process 1 ended .* without a word"):
+    unasked = r"^after-reply:4: process 1 ended .* without a word"
+    with file_stores() as store, pytest.raises(HarnessError, match=unasked):
         kill.run_scenario(AFTER_REPLY, triage, (4,), store)
 
 
