@@ -22,6 +22,7 @@ import tempfile
 import time
 import traceback
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import msgspec
@@ -101,20 +102,49 @@ def run_scenario(variant: Variant, job: Job, crashes: tuple[int, ...], store: St
     return ScenarioRun(variant, crashes, points, world, final, check_finished(points, final), start)
 
 
+def forked(body: Callable[[Callable[[bytes], None]], None]) -> tuple[int, bytes]:
+    """Run `body` in a child forked from this process, wait for it, and return its wait status and all it told.
+
+    `body` gets `tell`, which writes bytes down a pipe to the parent. The child exits 0 if `body`
+    returns and 1 if it raises, by `os._exit`: never the parent's exit handlers, never its buffered
+    output. A body that tells and then dies (`die`) leaves its words behind.
+    """
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: it never returns from here
+        status = 1
+        try:
+            os.close(read)
+            body(partial(_tell, write))
+            status = 0
+        finally:
+            os._exit(status)
+    os.close(write)
+    with os.fdopen(read, "rb") as pipe:
+        said = pipe.read()
+    _, status = os.waitpid(pid, 0)
+    return status, said
+
+
+def _tell(fd: int, data: bytes) -> None:
+    while data:
+        data = data[os.write(fd, data):]
+
+
+def killed(status: int) -> bool:
+    return os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
+
+
+def returned(status: int) -> bool:
+    return os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+
+
 def live(variant: Variant, job: Job, points: Recorder, directory: Path) -> bool:
     """Fork the process `points.process` of the scenario, wait for its end, and note its life in `points`.
 
     True if it returned, False if it died at its crash point; anything else fails the scenario.
     """
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: it never returns from here
-        os.close(read)
-        _child(variant, job, points, directory, write)
-    os.close(write)
-    with os.fdopen(read, "rb") as pipe:
-        said = pipe.read()
-    _, status = os.waitpid(pid, 0)
+    status, said = forked(partial(_child, variant, job, points, directory))
     where = f"{points.scenario}: process {points.process}"
     if not said:
         raise HarnessError(f"{where} ended (wait status {status}) without a word: killed by something else?")
@@ -123,43 +153,42 @@ def live(variant: Variant, job: Job, points: Recorder, directory: Path) -> bool:
         points.events.append(Event(points.process, kind, label, Where(turn, call, tool), index))
     passed = [e for e in points.events if e.process == points.process and e.kind == "point"]
     points.passed = len(passed)
-    if report.ended == "killed" and os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL:
+    if report.ended == "killed" and killed(status):
         last = passed[-1]
         points.events.append(Event(points.process, "crash", last.label, last.where, last.index))
         points.dead = Crash(last.label, last.index)
         return False
-    if report.ended == "returned" and os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0:
+    if report.ended == "returned" and returned(status):
         return True
     raise HarnessError(f"{where} failed: {report.ended}")
 
 
-def _child(variant: Variant, job: Job, parent: Recorder, directory: Path, write: int) -> None:
+def _child(variant: Variant, job: Job, parent: Recorder, directory: Path, tell: Callable[[bytes], None]) -> None:
     """One process of the scenario: the loop against the files in `directory`, killed at its point."""
     process, crash_at = parent.process, parent.crash_at
     points = KillingRecorder(crash_at[process - 1] if process <= len(crash_at) else None,
                              scenario=parent.scenario, process=process - 1)
 
-    def tell(ended: str) -> None:
+    def report(ended: str) -> None:
         events = [(e.kind, e.label, e.where.turn, e.where.call, e.where.tool, e.index)
                   for e in points.events if e.kind in ("point", "save")]
-        data = msgspec.msgpack.encode(Report(events, ended))
-        while data:
-            data = data[os.write(write, data):]
+        tell(msgspec.msgpack.encode(Report(events, ended)))
 
-    points.last_words = lambda: tell("killed")
-    status = 1
+    points.last_words = lambda: report("killed")
     try:
         points.start_process()
         with Database(directory / TRACKER_FILE) as db:
             world = open_world(db, job, points, variant.tracker_mode, desk=variant.desk)
             variant.loop(job, world, FileStore(directory, points, fsync=False), points).run()
-        tell("returned")
-        status = 0
-    except BaseException as error:  # noqa: BLE001 - the child reports every way it can end, then exits
-        frame = traceback.extract_tb(error.__traceback__)[-1]
-        tell(f"{type(error).__name__}: {error} ({Path(frame.filename).name}:{frame.lineno})")
-    finally:
-        os._exit(status)  # never the parent's exit handlers, never its buffered output
+        report("returned")
+    except BaseException as error:  # noqa: BLE001 - the child reports every way it can end
+        report(ended_by(error))
+
+
+def ended_by(error: BaseException) -> str:
+    """An error as one line, with the innermost line it came from."""
+    frame = traceback.extract_tb(error.__traceback__)[-1]
+    return f"{type(error).__name__}: {error} ({Path(frame.filename).name}:{frame.lineno})"
 
 
 def read_world(directory: Path, job: Job, variant: Variant) -> WorldState:
