@@ -62,6 +62,10 @@ class Tracker:
         args = {"issue": issue, "body": body}
         return self._tracker.request(Call(effect, "comment", args), args, key)
 
+    def search(self, query: str) -> list[int]:
+        """Read only: the issues whose text mentions `query`."""
+        return self._tracker.search(Call("search", "search", {"query": query}), query)
+
     def lookup(self, key: str) -> int | None:
         """The first answer to a request with this key, or None (keyed and lookup trackers only)."""
         return self._tracker.lookup(key)
@@ -140,7 +144,7 @@ class Sweep:
         return [s.story() for s in self.scenarios if s.dups or s.missing or s.flaky]
 
     def row(self) -> dict[str, Any]:
-        return {"loop": self.name, "points": len(self.points), "scenarios": len(self.scenarios),
+        return {"variant": self.name, "points": len(self.points), "scenarios": len(self.scenarios),
                 "with_dups": self.with_dups, "dups": self.dups, "missing": self.missing, "flaky": len(self.flaky)}
 
 

@@ -66,7 +66,9 @@ class Database:
                 uri = self.path.resolve().as_uri() + "?mode=ro"
                 self.connection = sqlite3.connect(uri, uri=True, isolation_level=None)
                 return
-            self.connection = sqlite3.connect(self.path, isolation_level=None)
+            # A framework may call the tools on a worker thread of its own: one at a time, so one
+            # connection serves them all (SQLite's library itself is serialised).
+            self.connection = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
             self.connection.execute("PRAGMA journal_mode=WAL")
             self.connection.execute("PRAGMA synchronous=FULL")
             self.connection.executescript(SCHEMA)
