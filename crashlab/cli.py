@@ -30,6 +30,8 @@ MAX_DEPTH = 8
 MAX_WORKERS = 1024
 #: `--loop`: the loops crashlab sweeps, each with its variants (every slug is a key of VARIANTS).
 LOOPS: dict[str, dict[str, Variant]] = {"designs": DESIGNS, "agent": AGENTS}
+#: Loops on a framework (an extra each), swept through `crashlab.api` by `crashlab sweep --kill` only.
+FRAMEWORKS = {"langgraph": "crashlab[langgraph]"}
 #: `plot --out`: the picture formats, by file extension (crashlab.plot.FORMATS, which imports matplotlib).
 PLOT_FORMATS = ("png", "pdf", "svg")
 
@@ -82,6 +84,8 @@ def choose_variants(loop: str | None, variant: str | None, tracker: str | None) 
         modes = list(TRACKER_MODES) if tracker == "all" else names(tracker, dict.fromkeys(TRACKER_MODES), "tracker")
         return [AGENTS[f"agent-{mode}"] for mode in modes]
     if variant is None or variant == "all":
+        if loop in FRAMEWORKS:
+            raise Failure(f"--loop {loop} runs only under `crashlab sweep --loop {loop} --kill`")
         return list(LOOPS[loop or "designs"].values())
     chosen = [VARIANTS[slug] for slug in names(variant, VARIANTS, "variant")]
     if loop is not None:
@@ -146,8 +150,9 @@ def variant_options(command):
         help=f"Which variants, each named once: {', '.join(VARIANTS)}. [default: all of --loop]",
     )(command)
     return click.option(
-        "--loop", type=click.Choice(list(LOOPS)),
-        help="Whose variants 'all' means: the chapter's five designs, or crashlab's own agent loop. [default: designs]",
+        "--loop", type=click.Choice([*LOOPS, *FRAMEWORKS]),
+        help="Whose variants 'all' means: the chapter's five designs, crashlab's own agent loop, or the job as a "
+             "LangGraph agent (sweep --kill only). [default: designs]",
     )(command)
 
 
@@ -223,6 +228,8 @@ def sweep(job_spec: str, loop: str | None, variant: str | None, tracker: str | N
     """
     if kill and store == "memory":
         raise Failure("--kill needs --store files: a memory store cannot outlive a real death")
+    if loop in FRAMEWORKS:
+        return sweep_framework(loop, job_spec, variant or tracker, kill, depth, fmt, listing, golden or out)
     variants = choose_variants(loop, variant, tracker)
     columns = columns_for(variants, depth)
     job = open_job(job_spec)
@@ -273,6 +280,37 @@ def sweep(job_spec: str, loop: str | None, variant: str | None, tracker: str | N
         if differences:
             sys.exit(1)
         click.echo(f"matches {golden}", err=True)
+
+
+def sweep_framework(loop: str, job_spec: str, chosen: str | None, kill: bool, depth: int, fmt: str,
+                    listing: str | None, unsupported: str | None) -> None:
+    """`crashlab sweep --loop langgraph --kill`: the job as a framework's agent, killed for real at every point."""
+    if not kill:
+        raise Failure(f"--loop {loop} needs --kill: inside {loop} a raised exception is not a process death "
+                      "(checkpoint writes may run on a background executor), only SIGKILL tells the truth")
+    if chosen is not None or unsupported is not None:
+        raise Failure(f"--loop {loop} sweeps both of its variants, and takes no --variant, --tracker, --check or --out")
+    if depth > 2:
+        raise Failure(f"--loop {loop} sweeps to --depth 2 at most")
+    if listing not in (None, "dups", "missing"):
+        raise Failure(f"--loop {loop} lists dups or missing, not {listing}")
+    job = open_job(job_spec)
+    try:
+        from .langgraph_agent import sweep_variants
+    except ImportError:
+        raise Failure(f"--loop {loop} needs LangGraph: pip install '{FRAMEWORKS[loop]}'") from None
+    sweeps = sweep_variants(job, depth)
+    if listing is not None:
+        lines = [s.story() for sw in sweeps for s in sw.scenarios if (s.dups if listing == "dups" else s.missing)]
+        click.echo("\n".join(lines) if lines else f"no scenario with {listing}")
+        return
+    rows = [sw.row() for sw in sweeps]
+    if fmt == "table":
+        click.echo(report.grid([list(r.values()) for r in rows], list(rows[0]), "github"))
+    elif fmt == "json":
+        click.echo(json.dumps(rows, indent=2))
+    else:
+        click.echo(report.csv_text(rows, list(rows[0])).rstrip("\n"))
 
 
 @cli.command()
