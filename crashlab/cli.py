@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import shlex
 import shutil
@@ -31,7 +32,7 @@ MAX_WORKERS = 1024
 #: `--loop`: the loops crashlab sweeps, each with its variants (every slug is a key of VARIANTS).
 LOOPS: dict[str, dict[str, Variant]] = {"designs": DESIGNS, "agent": AGENTS}
 #: Loops on a framework (an extra each), swept through `crashlab.api` by `crashlab sweep --kill` only.
-FRAMEWORKS = {"langgraph": "crashlab[langgraph]"}
+FRAMEWORKS = {"langgraph": "crashlab[langgraph]", "dbos": "crashlab[dbos]"}
 #: `plot --out`: the picture formats, by file extension (crashlab.plot.FORMATS, which imports matplotlib).
 PLOT_FORMATS = ("png", "pdf", "svg")
 
@@ -152,7 +153,7 @@ def variant_options(command):
     return click.option(
         "--loop", type=click.Choice([*LOOPS, *FRAMEWORKS]),
         help="Whose variants 'all' means: the chapter's five designs, crashlab's own agent loop, or the job as a "
-             "LangGraph agent (sweep --kill only). [default: designs]",
+             "LangGraph agent or a DBOS workflow (sweep --kill only). [default: designs]",
     )(command)
 
 
@@ -286,8 +287,8 @@ def sweep_framework(loop: str, job_spec: str, chosen: str | None, kill: bool, de
                     listing: str | None, unsupported: str | None) -> None:
     """`crashlab sweep --loop langgraph --kill`: the job as a framework's agent, killed for real at every point."""
     if not kill:
-        raise Failure(f"--loop {loop} needs --kill: inside {loop} a raised exception is not a process death "
-                      "(checkpoint writes may run on a background executor), only SIGKILL tells the truth")
+        raise Failure(f"--loop {loop} needs --kill: a framework catches, retries or saves a raised exception "
+                      "(LangGraph even writes checkpoints on a background executor), so only SIGKILL is a death there")
     if chosen is not None or unsupported is not None:
         raise Failure(f"--loop {loop} sweeps both of its variants, and takes no --variant, --tracker, --check or --out")
     if depth > 2:
@@ -296,10 +297,10 @@ def sweep_framework(loop: str, job_spec: str, chosen: str | None, kill: bool, de
         raise Failure(f"--loop {loop} lists dups or missing, not {listing}")
     job = open_job(job_spec)
     try:
-        from .langgraph_agent import sweep_variants
+        adapter = importlib.import_module(f".{loop}_agent", __package__)
     except ImportError:
-        raise Failure(f"--loop {loop} needs LangGraph: pip install '{FRAMEWORKS[loop]}'") from None
-    sweeps = sweep_variants(job, depth)
+        raise Failure(f"--loop {loop} needs its framework: pip install '{FRAMEWORKS[loop]}'") from None
+    sweeps = adapter.sweep_variants(job, depth)
     if listing is not None:
         lines = [s.story() for sw in sweeps for s in sw.scenarios if (s.dups if listing == "dups" else s.missing)]
         click.echo("\n".join(lines) if lines else f"no scenario with {listing}")

@@ -1,0 +1,26 @@
+"""The job as a DBOS workflow, killed for real at every point: a plain step runs twice, a keyed one cannot.
+
+These need the `crashlab[dbos]` extra, which `make test` installs. DBOS runs a step at least once:
+a kill after the step's effect and before DBOS recorded its output (the tracker's `accepted`)
+makes recovery run it again, and nowhere else may a kill duplicate; keyed with DBOS's own workflow
+and step IDs, no kill may duplicate or lose anything.
+"""
+
+import pytest
+
+from crashlab.dbos_agent import sweep_variants
+
+pytestmark = pytest.mark.slow
+
+
+def test_a_plain_dbos_step_runs_again_after_a_kill_between_its_effect_and_its_record_and_a_keyed_one_never(triage):
+    plain, keyed = sweep_variants(triage)
+    assert plain.points == keyed.points and plain.flaky == keyed.flaky == []
+    assert {s.crashes[0] for s in plain.scenarios if s.dups} == {p for p in plain.points if p.startswith("accepted#")}
+    assert plain.dups == len(triage.changing_calls) and plain.missing == 0
+    assert (keyed.dups, keyed.missing, keyed.failures()) == (0, 0, [])
+
+
+def test_sweep_loop_dbos_needs_kill(cli):
+    code, out, err = cli("sweep", "--loop", "dbos")
+    assert (code, out) == (2, "") and "--loop dbos needs --kill" in err
