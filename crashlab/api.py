@@ -205,6 +205,15 @@ def _name(p: Point) -> str:
     return f"{p[0]}#{p[1]}"
 
 
+def _strayed(process: int, passed: list[Point], expected: list[Point]) -> str:
+    """Why `passed` is not a prefix of the run the process repeats, or "" if it is."""
+    if passed == expected[: len(passed)]:
+        return ""
+    k = next((k for k, (a, b) in enumerate(zip(passed, expected, strict=False)) if a != b), len(expected))
+    meant = _name(expected[k]) if k < len(expected) else "nothing more"
+    return f"process {process} passed {_name(passed[k])} at its point {k + 1}, where the run it repeats passed {meant}"
+
+
 def sweep(entry: Entry, effects: Sequence[str], *, name: str = "loop", tracker: str = "keyed", depth: int = 1,
           repeat: int = 1, baselines: int = 2) -> Sweep:
     """Kill `entry` at every crash point it reaches (and its restarts, up to `depth`), and count each effect.
@@ -225,14 +234,17 @@ def sweep(entry: Entry, effects: Sequence[str], *, name: str = "loop", tracker: 
                                    f"at its point {step + 1}")
         scenarios: list[Scenario] = []
 
-        def grow(path: tuple[int, ...], targets: tuple[Point, ...]) -> None:
+        def grow(path: tuple[int, ...], targets: tuple[Point, ...], repeats: tuple[list[Point], ...]) -> None:
+            """Scenario `path`: process k killed at `targets[k]`, retracing `repeats[k]` up to there."""
             outcomes, traces, reasons = set(), [], set()
             for _ in range(repeat):
                 directory, trace, reason = fresh(), None, ""
-                for process, target in enumerate(targets, start=1):
+                for process, (target, expected) in enumerate(zip(targets, repeats, strict=True), start=1):
                     passed, died = _live(entry, directory, tracker, process, target)
-                    if not died:
+                    reason = _strayed(process, passed, expected)
+                    if not reason and not died:
                         reason = f"process {process} never reached {_name(target)}"
+                    if reason:
                         break
                 if not reason:
                     trace, _ = _live(entry, directory, tracker, len(targets) + 1, None)
@@ -248,10 +260,10 @@ def sweep(entry: Entry, effects: Sequence[str], *, name: str = "loop", tracker: 
             scenarios.append(Scenario(":".join([name, *map(str, path)]), tuple(map(_name, targets)), held, flaky))
             if len(path) < depth and not flaky and traces[0] is not None:
                 for j, p in enumerate(traces[0], start=1):
-                    grow((*path, j), (*targets, p))
+                    grow((*path, j), (*targets, p), (*repeats, traces[0]))
 
         for i, p in enumerate(runs[0], start=1):
-            grow((i,), (p,))
+            grow((i,), (p,), (runs[0],))
     return Sweep(name, tuple(map(_name, runs[0])), tuple(scenarios))
 
 

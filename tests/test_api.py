@@ -86,3 +86,17 @@ def test_bad_options_are_refused():
         sweep(example.triage, EFFECTS, tracker="etcd")
     with pytest.raises(ValueError, match="at least 1"):
         sweep(example.triage, EFFECTS, depth=0)
+
+
+@pytest.mark.slow
+def test_a_restart_that_strays_from_the_run_it_repeats_is_flaky_and_says_where():
+    """A restart (never the first process) that sometimes passes an extra point first: it does not retrace."""
+
+    def restart_strays(run):
+        if run.process > 1 and os.urandom(1)[0] < 128:
+            crashlab.point("stray")
+        example.triage(run, keyed=True)
+
+    swept = sweep(restart_strays, EFFECTS, name="strays", depth=2, repeat=4)
+    strays = [s for s in swept.flaky if "passed stray#1 at its point 1, where the run it repeats passed" in s.flaky]
+    assert strays and all(len(s.crashes) == 2 for s in strays)  # only a restart that was to die can stray
