@@ -290,7 +290,7 @@ def sweep_framework(loop: str, job_spec: str, chosen: str | None, kill: bool, de
         raise Failure(f"--loop {loop} needs --kill: a framework catches, retries or saves a raised exception "
                       "(LangGraph even writes checkpoints on a background executor), so only SIGKILL is a death there")
     if chosen is not None or unsupported is not None:
-        raise Failure(f"--loop {loop} sweeps both of its variants, and takes no --variant, --tracker, --check or --out")
+        raise Failure(f"--loop {loop} sweeps all of its variants, and takes no --variant, --tracker, --check or --out")
     if depth > 2:
         raise Failure(f"--loop {loop} sweeps to --depth 2 at most")
     if listing not in (None, "dups", "missing"):

@@ -19,6 +19,7 @@ Only this module imports LangGraph.
 from __future__ import annotations
 
 import sqlite3
+from dataclasses import dataclass
 from functools import partial
 from typing import Annotated, Any
 
@@ -108,25 +109,41 @@ def tools(run: Run, keyed: bool) -> list:
     return [create_issue, comment, search]
 
 
-def agent(job: Job, keyed: bool, run: Run) -> None:
+@dataclass(frozen=True)
+class Setting:
+    """One row: the tools plain or keyed, the tool node's version, and when LangGraph saves."""
+
+    keyed: bool = False
+    version: str = "v2"  # "v2": each tool call its own task and write; "v1": one task for the reply's calls
+    durability: str = "sync"  # "sync": save before the next step; "exit": only when the graph returns
+
+
+#: The rows: the agent as a user writes it (LangGraph's defaults but a synchronous save), the same
+#: with keys from LangGraph's own IDs, and the settings that change the outcome.
+VARIANTS = {
+    "langgraph-plain": Setting(),
+    "langgraph-keyed": Setting(keyed=True),
+    "langgraph-v1": Setting(version="v1"),
+    "langgraph-exit": Setting(durability="exit"),
+}
+
+
+def agent(job: Job, setting: Setting, run: Run) -> None:
     """One process of the agent: start the thread, or resume it from its checkpoint (``invoke(None)``)."""
     connection = sqlite3.connect(run.directory / "graph.sqlite", check_same_thread=False)
     try:
-        graph = create_react_agent(ScriptedModel(job=job), tools(run, keyed), checkpointer=KilledSaver(connection))
+        graph = create_react_agent(ScriptedModel(job=job), tools(run, setting.keyed),
+                                   checkpointer=KilledSaver(connection), version=setting.version)
         config = {"configurable": {"thread_id": THREAD}, "max_concurrency": 1}
         started = graph.get_state(config).values
         graph.invoke(None if started else {"messages": [("user", job.description or job.name)]}, config,
-                     durability="sync")
+                     durability=setting.durability)
     finally:
         connection.close()
-
-
-#: The rows: the agent as a user writes it, and the same with keys from LangGraph's own IDs.
-VARIANTS = {"langgraph-plain": "LangGraph agent, plain tools", "langgraph-keyed": "LangGraph agent, keyed tools"}
 
 
 def sweep_variants(job: Job, depth: int = 1, repeat: int = 1) -> list[Sweep]:
     """Each variant killed at every point (and its restarts, up to `depth`), counted per changing call."""
     effects = [call.id for call in job.changing_calls]
-    return [sweep(partial(agent, job, slug == "langgraph-keyed"), effects, name=slug, depth=depth, repeat=repeat)
-            for slug in VARIANTS]
+    return [sweep(partial(agent, job, setting), effects, name=slug, depth=depth, repeat=repeat)
+            for slug, setting in VARIANTS.items()]

@@ -15,10 +15,16 @@ from crashlab.langgraph_agent import sweep_variants
 pytestmark = pytest.mark.slow
 
 
-def test_a_plain_langgraph_agent_duplicates_between_the_commit_and_put_writes_and_a_keyed_one_never(triage):
-    plain, keyed = sweep_variants(triage)
-    assert plain.points == keyed.points and len(plain.points) == len(plain.scenarios) > 30
-    assert plain.flaky == keyed.flaky == []
+@pytest.fixture(scope="module")
+def swept(triage):
+    return {sweep.name: sweep for sweep in sweep_variants(triage)}
+
+
+@pytest.mark.parametrize("slug", ["langgraph-plain", "langgraph-v1"])
+def test_a_plain_agent_duplicates_only_between_the_commit_and_the_save_of_the_tool_result(swept, slug):
+    """Tool node v2 saves each call's result on its own, v1 the reply's together: the same windows, other points."""
+    plain = swept[slug]
+    assert len(plain.points) == len(plain.scenarios) > 30 and plain.flaky == []
     steps, step = [], None  # each tool step: from its first tracker commit to the next model call
     for k, point in enumerate(plain.points):
         if point.startswith("accepted#") and step is None:
@@ -28,21 +34,33 @@ def test_a_plain_langgraph_agent_duplicates_between_the_commit_and_put_writes_an
             step = None
     assert len(steps) == 2  # the job's two replies that change the tracker
     for k, scenario in enumerate(plain.scenarios):
-        inside = next((r for r in steps if k in r), None)
-        if inside is None:
+        if not any(k in r for r in steps):
             assert scenario.dups == 0, scenario.story()  # no commit whose result LangGraph had not saved
     for r in steps:
         saved = max(k for k in r if plain.points[k].startswith("put-writes-done#"))
         assert plain.scenarios[r[0]].dups > 0 and plain.scenarios[saved].dups == 0  # commit: dup; all saved: none
     assert plain.missing == 0
+
+
+def test_keyed_with_the_thread_and_tool_call_id_no_kill_duplicates_or_loses_anything(swept):
+    keyed = swept["langgraph-keyed"]
+    assert keyed.points == swept["langgraph-plain"].points and keyed.flaky == []
     assert (keyed.dups, keyed.missing, keyed.failures()) == (0, 0, [])
 
 
-def test_sweep_loop_langgraph_needs_kill_and_prints_both_rows(cli):
+def test_saving_only_at_exit_redoes_every_committed_call_until_the_graph_returns(swept):
+    exit_ = swept["langgraph-exit"]
+    first = exit_.points.index("accepted#1")
+    last = len(exit_.points) - 1  # the final put-done: the graph's only save is durable, nothing reruns
+    assert [s.dups > 0 for s in exit_.scenarios] == [first <= k < last for k in range(len(exit_.points))]
+    assert exit_.dups > swept["langgraph-plain"].dups and exit_.missing == 0
+
+
+def test_sweep_loop_langgraph_needs_kill_and_prints_every_row(cli):
     code, out, err = cli("sweep", "--loop", "langgraph")
     assert (code, out) == (2, "") and "--loop langgraph needs --kill" in err
     code, out, err = cli("sweep", "--loop", "langgraph", "--kill", "--depth", "1", "--format", "json")
     rows = {row["variant"]: row for row in json.loads(out)}
-    assert code == 0 and set(rows) == {"langgraph-plain", "langgraph-keyed"}
+    assert code == 0 and set(rows) == {"langgraph-plain", "langgraph-keyed", "langgraph-v1", "langgraph-exit"}
     keyed = rows["langgraph-keyed"]
     assert rows["langgraph-plain"]["dups"] > 0 and keyed["dups"] == keyed["missing"] == 0
