@@ -24,6 +24,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -215,56 +216,83 @@ def _strayed(process: int, passed: list[Point], expected: list[Point]) -> str:
 
 
 def sweep(entry: Entry, effects: Sequence[str], *, name: str = "loop", tracker: str = "keyed", depth: int = 1,
-          repeat: int = 1, baselines: int = 2) -> Sweep:
+          repeat: int = 1, baselines: int = 2, workers: int = 1) -> Sweep:
     """Kill `entry` at every crash point it reaches (and its restarts, up to `depth`), and count each effect.
 
     `effects` are what the job means to do, each once: the `effect` names your tools give the tracker.
+    With `workers` above 1, the subtrees of the first crashes run on a pool of forked processes (the
+    entry point must then be picklable, as a module-level function or a partial of one is); the
+    scenarios come back in the same order.
     """
     if tracker not in TRACKER_MODES:
         raise ValueError(f"unknown tracker {tracker!r} (valid: {', '.join(TRACKER_MODES)})")
-    if depth < 1 or repeat < 1 or baselines < 1:
-        raise ValueError("depth, repeat and baselines must be at least 1")
+    if depth < 1 or repeat < 1 or baselines < 1 or workers < 1:
+        raise ValueError("depth, repeat, baselines and workers must be at least 1")
+    plan = _Plan(entry, tuple(effects), name, tracker, depth, repeat)
     with _directories() as fresh:
         runs = [_live(entry, fresh(), tracker, 1, None)[0] for _ in range(baselines)]
-        for k, other in enumerate(runs[1:], start=2):
-            if other != runs[0]:
-                pairs = enumerate(zip(runs[0], other, strict=False))
-                step = next((i for i, (a, b) in pairs if a != b), min(len(runs[0]), len(other)))
-                raise HarnessError(f"{name}: your loop is not deterministic: uninterrupted run {k} differs from run 1 "
-                                   f"at its point {step + 1}")
-        scenarios: list[Scenario] = []
+    for k, other in enumerate(runs[1:], start=2):
+        if other != runs[0]:
+            pairs = enumerate(zip(runs[0], other, strict=False))
+            step = next((i for i, (a, b) in pairs if a != b), min(len(runs[0]), len(other)))
+            raise HarnessError(f"{name}: your loop is not deterministic: uninterrupted run {k} differs from run 1 "
+                               f"at its point {step + 1}")
+    firsts = list(enumerate(runs[0], start=1))
+    if workers == 1:
+        trees = [plan.subtree(first, runs[0]) for first in firsts]
+    else:
+        from .parallel import on_pool
 
-        def grow(path: tuple[int, ...], targets: tuple[Point, ...], repeats: tuple[list[Point], ...]) -> None:
-            """Scenario `path`: process k killed at `targets[k]`, retracing `repeats[k]` up to there."""
-            outcomes, traces, reasons = set(), [], set()
-            for _ in range(repeat):
-                directory, trace, reason = fresh(), None, ""
-                for process, (target, expected) in enumerate(zip(targets, repeats, strict=True), start=1):
-                    passed, died = _live(entry, directory, tracker, process, target)
-                    reason = _strayed(process, passed, expected)
-                    if not reason and not died:
-                        reason = f"process {process} never reached {_name(target)}"
-                    if reason:
-                        break
-                if not reason:
-                    trace, _ = _live(entry, directory, tracker, len(targets) + 1, None)
-                with Database(directory / TRACKER_FILE, readonly=True) as db:
-                    made = Counter(r.call for r in db.records())
-                outcomes.add(tuple((e, made[e]) for e in effects))
-                traces.append(trace)
-                reasons.add(reason)
-            flaky = "; ".join(sorted(r for r in reasons if r))
-            if len(outcomes) > 1:
-                flaky = flaky or f"{len(outcomes)} different outcomes in {repeat} repeats"
-            held = dict(sorted(outcomes)[0])
-            scenarios.append(Scenario(":".join([name, *map(str, path)]), tuple(map(_name, targets)), held, flaky))
-            if len(path) < depth and not flaky and traces[0] is not None:
-                for j, p in enumerate(traces[0], start=1):
-                    grow((*path, j), (*targets, p), (*repeats, traces[0]))
+        trees = on_pool(workers)(partial(plan.subtree, baseline=runs[0]), firsts, lambda tree: None)
+    return Sweep(name, tuple(map(_name, runs[0])), tuple(s for tree in trees for s in tree))
 
-        for i, p in enumerate(runs[0], start=1):
-            grow((i,), (p,), (runs[0],))
-    return Sweep(name, tuple(map(_name, runs[0])), tuple(scenarios))
+
+@dataclass(frozen=True)
+class _Plan:
+    """What every scenario of one sweep shares: a plain value, so a subtree can grow in another process."""
+
+    entry: Entry
+    effects: tuple[str, ...]
+    name: str
+    tracker: str
+    depth: int
+    repeat: int
+
+    def subtree(self, first: tuple[int, Point], baseline: list[Point]) -> list[Scenario]:
+        """The scenarios whose first process dies at `first`, in order, in fresh directories of their own."""
+        i, p = first
+        with _directories() as fresh:
+            return self.grow(fresh, (i,), (p,), (baseline,))
+
+    def grow(self, fresh: Callable[[], Path], path: tuple[int, ...], targets: tuple[Point, ...],
+             repeats: tuple[list[Point], ...]) -> list[Scenario]:
+        """Scenario `path` (process k killed at `targets[k]`, retracing `repeats[k]` up to there) and those below it."""
+        outcomes, traces, reasons = set(), [], set()
+        for _ in range(self.repeat):
+            directory, trace, reason = fresh(), None, ""
+            for process, (target, expected) in enumerate(zip(targets, repeats, strict=True), start=1):
+                passed, died = _live(self.entry, directory, self.tracker, process, target)
+                reason = _strayed(process, passed, expected)
+                if not reason and not died:
+                    reason = f"process {process} never reached {_name(target)}"
+                if reason:
+                    break
+            if not reason:
+                trace, _ = _live(self.entry, directory, self.tracker, len(targets) + 1, None)
+            with Database(directory / TRACKER_FILE, readonly=True) as db:
+                made = Counter(r.call for r in db.records())
+            outcomes.add(tuple((e, made[e]) for e in self.effects))
+            traces.append(trace)
+            reasons.add(reason)
+        flaky = "; ".join(sorted(r for r in reasons if r))
+        if len(outcomes) > 1:
+            flaky = flaky or f"{len(outcomes)} different outcomes in {self.repeat} repeats"
+        held = dict(sorted(outcomes)[0])
+        found = [Scenario(":".join([self.name, *map(str, path)]), tuple(map(_name, targets)), held, flaky)]
+        if len(path) < self.depth and not flaky and traces[0] is not None:
+            for j, p in enumerate(traces[0], start=1):
+                found += self.grow(fresh, (*path, j), (*targets, p), (*repeats, traces[0]))
+        return found
 
 
 @contextmanager

@@ -230,7 +230,7 @@ def sweep(job_spec: str, loop: str | None, variant: str | None, tracker: str | N
     if kill and store == "memory":
         raise Failure("--kill needs --store files: a memory store cannot outlive a real death")
     if loop in FRAMEWORKS:
-        return sweep_framework(loop, job_spec, variant or tracker, kill, depth, fmt, listing, golden or out)
+        return sweep_framework(loop, job_spec, variant or tracker, kill, depth, fmt, listing, golden or out, workers)
     variants = choose_variants(loop, variant, tracker)
     columns = columns_for(variants, depth)
     job = open_job(job_spec)
@@ -284,7 +284,7 @@ def sweep(job_spec: str, loop: str | None, variant: str | None, tracker: str | N
 
 
 def sweep_framework(loop: str, job_spec: str, chosen: str | None, kill: bool, depth: int, fmt: str,
-                    listing: str | None, unsupported: str | None) -> None:
+                    listing: str | None, unsupported: str | None, workers: int) -> None:
     """`crashlab sweep --loop langgraph --kill`: the job as a framework's agent, killed for real at every point."""
     if not kill:
         raise Failure(f"--loop {loop} needs --kill: a framework catches, retries or saves a raised exception "
@@ -300,7 +300,7 @@ def sweep_framework(loop: str, job_spec: str, chosen: str | None, kill: bool, de
         adapter = importlib.import_module(f".{loop}_agent", __package__)
     except ImportError:
         raise Failure(f"--loop {loop} needs its framework: pip install '{FRAMEWORKS[loop]}'") from None
-    sweeps = adapter.sweep_variants(job, depth)
+    sweeps = adapter.sweep_variants(job, depth, workers=workers)
     if listing is not None:
         lines = [s.story() for sw in sweeps for s in sw.scenarios if (s.dups if listing == "dups" else s.missing)]
         click.echo("\n".join(lines) if lines else f"no scenario with {listing}")

@@ -71,7 +71,8 @@ def agent(job: Job, keyed: bool, run: Run) -> None:
 VARIANTS = {"dbos-plain": "DBOS workflow, plain steps", "dbos-keyed": "DBOS workflow, keyed steps"}
 
 
-def sweep_variants(job: Job, depth: int = 1, repeat: int = 1) -> list[Sweep]:
+def sweep_variants(job: Job, depth: int = 1, repeat: int = 1, workers: int = 1) -> list[Sweep]:
     effects = [call.id for call in job.changing_calls]
-    return [sweep(partial(agent, job, slug == "dbos-keyed"), effects, name=slug, depth=depth, repeat=repeat)
+    return [sweep(partial(agent, job, slug == "dbos-keyed"), effects, name=slug, depth=depth, repeat=repeat,
+                  workers=workers)
             for slug in VARIANTS]

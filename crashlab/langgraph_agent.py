@@ -142,8 +142,9 @@ def agent(job: Job, setting: Setting, run: Run) -> None:
         connection.close()
 
 
-def sweep_variants(job: Job, depth: int = 1, repeat: int = 1) -> list[Sweep]:
+def sweep_variants(job: Job, depth: int = 1, repeat: int = 1, workers: int = 1) -> list[Sweep]:
     """Each variant killed at every point (and its restarts, up to `depth`), counted per changing call."""
     effects = [call.id for call in job.changing_calls]
-    return [sweep(partial(agent, job, setting), effects, name=slug, depth=depth, repeat=repeat)
+    return [sweep(partial(agent, job, setting), effects, name=slug, depth=depth, repeat=repeat,
+                  workers=workers)
             for slug, setting in VARIANTS.items()]

@@ -9,7 +9,8 @@ this machine: wall time (median of N) and peak memory of a `crashlab` process. I
 - the growth table: scenarios, seconds and peak memory at depths 1 to 4, and for jobs of 4 to 32
   changing calls at depth 2;
 - the book table with every process a real one, killed by SIGKILL (`--kill`): seconds, and the cost
-  per scenario and per process, on one worker and on two.
+  per scenario and per process, on one worker and on two;
+- the LangGraph agent and the DBOS workflow, killed for real on two workers.
 
 `--quick` skips the slow re-executed depth-3 sweeps, and kills at depth 1 only.
 """
@@ -131,6 +132,15 @@ def main() -> None:
         n, p = sum(row["scenarios"] for row in rows), processes(rows)
         print(f"--workers {workers}: {n:,} scenarios, {p:,} processes in {seconds:.1f} s: "
               f"{1000 * seconds / n:.2f} ms a scenario, {1000 * seconds / p:.2f} ms a process, peak {peak} MiB")
+
+
+    print(f"\n## frameworks killed for real, depth {depth}, --workers 2 (needs crashlab[langgraph,dbos])")
+    for loop in ("langgraph", "dbos"):
+        seconds, peak, rows = sweep_rows("--loop", loop, "--kill", "--depth", depth, "--workers", "2", repeat=1)
+        n = sum(row["scenarios"] for row in rows)
+        cells = ", ".join(f"{row['variant']} {row['with_dups']}/{row['dups']}/{row['missing']}" for row in rows)
+        print(f"{loop}: {n:,} scenarios in {seconds:.1f} s ({1000 * seconds / n:.0f} ms a scenario); "
+              f"with dups/dups/missing: {cells}")
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ repeat itself, count a flaky scenario apart, and name a loop's own error.
 
 import importlib.util
 import os
+import sys
 from functools import partial
 
 import pytest
@@ -20,6 +21,7 @@ from .conftest import ROOT
 spec = importlib.util.spec_from_file_location("hand_written_loop", ROOT / "examples" / "hand_written_loop.py")
 example = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(example)
+sys.modules["hand_written_loop"] = example  # so a worker process can unpickle its function
 EFFECTS = ["A", "B", "C"]
 
 
@@ -100,3 +102,8 @@ def test_a_restart_that_strays_from_the_run_it_repeats_is_flaky_and_says_where()
     swept = sweep(restart_strays, EFFECTS, name="strays", depth=2, repeat=4)
     strays = [s for s in swept.flaky if "passed stray#1 at its point 1, where the run it repeats passed" in s.flaky]
     assert strays and all(len(s.crashes) == 2 for s in strays)  # only a restart that was to die can stray
+
+
+def test_on_two_workers_the_sweep_is_the_same_scenario_by_scenario():
+    plain = partial(example.triage, keyed=False)
+    assert sweep(plain, EFFECTS, workers=2) == sweep(plain, EFFECTS)
