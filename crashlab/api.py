@@ -247,6 +247,61 @@ def sweep(entry: Entry, effects: Sequence[str], *, name: str = "loop", tracker: 
     return Sweep(name, tuple(map(_name, runs[0])), tuple(s for tree in trees for s in tree))
 
 
+def explain(entry: Entry, effects: Sequence[str], scenario: str, *, tracker: str = "keyed") -> dict[str, Any]:
+    """One scenario's story (``NAME:I`` or ``NAME:I:J...``, as `sweep` names them), process by process.
+
+    The crash points are found again as the sweep found them: the uninterrupted run's for the first
+    process, each restart's own for the next.
+    """
+    name, *numbers = scenario.split(":")
+    if not numbers or not all(n.isascii() and n.isdigit() and int(n) > 0 for n in numbers):
+        raise ValueError(f"{scenario!r} is not NAME:I[:J...] with I, J counted from 1")
+    path = tuple(map(int, numbers))
+    with _directories() as fresh:
+        retraced, targets = _live(entry, fresh(), tracker, 1, None)[0], []
+        for depth, k in enumerate(path, start=1):
+            if k > len(retraced):
+                restart = ":".join([name, *numbers[:depth - 1]])
+                where = f"the restart of {restart}" if depth > 1 else "the uninterrupted run"
+                raise ValueError(f"{where} reaches points 1..{len(retraced)}: no point {k}")
+            targets.append(retraced[k - 1])
+            if depth < len(path):  # the next process's points: its own, after this crash
+                directory = fresh()
+                for process, target in enumerate(targets, start=1):
+                    _live(entry, directory, tracker, process, target)
+                retraced = _live(entry, directory, tracker, len(targets) + 1, None)[0]
+        directory, processes = fresh(), []
+        for process, target in enumerate([*targets, None], start=1):
+            passed, died = _live(entry, directory, tracker, process, target)
+            ended = f"finished after {len(passed)} points"
+            if died:
+                ended = f"killed at {_name(target)}, its point {len(passed)}"
+            processes.append({"process": process, "passed": list(map(_name, passed)), "ended": ended})
+            if target is not None and not died:
+                break
+        with Database(directory / TRACKER_FILE, readonly=True) as db:
+            records = db.records()
+    made = Counter(r.call for r in records)
+    return {"id": scenario, "processes": processes,
+            "records": [{"kind": r.kind, "number": r.number, "effect": r.call, "key": r.key, "issue": r.issue}
+                        for r in records],
+            "dups": {e: made[e] - 1 for e in effects if made[e] > 1}, "missing": [e for e in effects if not made[e]]}
+
+
+def render(told: dict[str, Any]) -> str:
+    """`explain`'s story as text."""
+    lines = [told["id"]]
+    for p in told["processes"]:
+        lines.append(f"process {p['process']}: {p['ended']}: {', '.join(p['passed']) or 'no point'}")
+    held = ", ".join(f"{r['kind']} #{r['number']} ({r['effect']}" + (f", on #{r['issue']}" if r["issue"] else "") + ")"
+                     for r in told["records"])
+    lines.append(f"the tracker holds {held or 'nothing'}")
+    dups = ", ".join(f"{e} +{n}" for e, n in told["dups"].items())
+    lines.append(f"verdict: {'duplicates ' + dups if dups else 'no duplicate'}; "
+                 f"{'missing ' + ', '.join(told['missing']) if told['missing'] else 'nothing missing'}")
+    return "\n".join(lines)
+
+
 @dataclass(frozen=True)
 class _Plan:
     """What every scenario of one sweep shares: a plain value, so a subtree can grow in another process."""

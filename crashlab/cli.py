@@ -296,11 +296,7 @@ def sweep_framework(loop: str, job_spec: str, chosen: str | None, kill: bool, de
     if listing not in (None, "dups", "missing"):
         raise Failure(f"--loop {loop} lists dups or missing, not {listing}")
     job = open_job(job_spec)
-    try:
-        adapter = importlib.import_module(f".{loop}_agent", __package__)
-    except ImportError:
-        raise Failure(f"--loop {loop} needs its framework: pip install '{FRAMEWORKS[loop]}'") from None
-    sweeps = adapter.sweep_variants(job, depth, workers=workers)
+    sweeps = framework(loop).sweep_variants(job, depth, workers=workers)
     if listing is not None:
         lines = [s.story() for sw in sweeps for s in sw.scenarios if (s.dups if listing == "dups" else s.missing)]
         click.echo("\n".join(lines) if lines else f"no scenario with {listing}")
@@ -431,6 +427,9 @@ def explain(scenario: str, job_spec: str, fmt: str) -> None:
     restart at its J-th point), as `crashlab points` numbers them and `crashlab sweep --list` lists them.
     SLUG is any variant (see `crashlab sweep --help`); I and J are ASCII digits, counted from 1.
     """
+    loop = next((loop for loop in FRAMEWORKS if scenario.startswith(f"{loop}-")), None)
+    if loop is not None:
+        return explain_framework(loop, scenario, open_job(job_spec), fmt)
     try:
         explaining.parse_scenario_id(scenario)
     except explaining.ScenarioError as error:
@@ -442,6 +441,29 @@ def explain(scenario: str, job_spec: str, fmt: str) -> None:
         raise Failure(str(error)) from None
     told = explaining.story(run, job)
     click.echo(json.dumps(told, indent=2) if fmt == "json" else explaining.render(told))
+
+
+def framework(loop: str):
+    """The adapter module of a framework loop, or a one-line error naming the extra it needs."""
+    try:
+        return importlib.import_module(f".{loop}_agent", __package__)
+    except ImportError:
+        raise Failure(f"--loop {loop} needs its framework: pip install '{FRAMEWORKS[loop]}'") from None
+
+
+def explain_framework(loop: str, scenario: str, job: Job, fmt: str) -> None:
+    """A framework loop's scenario, killed for real again, process by process."""
+    from . import api
+
+    adapter = framework(loop)
+    slug = scenario.split(":", 1)[0]
+    if slug not in adapter.VARIANTS:
+        raise Failure(f"unknown variant {slug!r} (valid: {', '.join(adapter.VARIANTS)})")
+    try:
+        told = api.explain(adapter.entry(job, slug), [c.id for c in job.changing_calls], scenario)
+    except ValueError as error:
+        raise Failure(f"{scenario}: {error}") from None
+    click.echo(json.dumps(told, indent=2) if fmt == "json" else api.render(told))
 
 
 @cli.command()

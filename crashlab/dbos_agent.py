@@ -21,7 +21,7 @@ from dbos import DBOS, SetWorkflowID
 
 import crashlab
 
-from .api import Run, Sweep, sweep
+from .api import Entry, Run, Sweep, sweep
 from .job import Job
 
 WORKFLOW = "triage-workflow"
@@ -71,8 +71,12 @@ def agent(job: Job, keyed: bool, run: Run) -> None:
 VARIANTS = {"dbos-plain": "DBOS workflow, plain steps", "dbos-keyed": "DBOS workflow, keyed steps"}
 
 
+def entry(job: Job, slug: str) -> Entry:
+    """The entry point of variant `slug`: one process of the workflow's application."""
+    return partial(agent, job, slug == "dbos-keyed")
+
+
 def sweep_variants(job: Job, depth: int = 1, repeat: int = 1, workers: int = 1) -> list[Sweep]:
     effects = [call.id for call in job.changing_calls]
-    return [sweep(partial(agent, job, slug == "dbos-keyed"), effects, name=slug, depth=depth, repeat=repeat,
-                  workers=workers)
+    return [sweep(entry(job, slug), effects, name=slug, depth=depth, repeat=repeat, workers=workers)
             for slug in VARIANTS]

@@ -32,7 +32,7 @@ from langgraph.prebuilt import create_react_agent
 
 import crashlab
 
-from .api import Run, Sweep, sweep
+from .api import Entry, Run, Sweep, sweep
 from .job import Job
 
 THREAD = "triage-thread"
@@ -142,9 +142,13 @@ def agent(job: Job, setting: Setting, run: Run) -> None:
         connection.close()
 
 
+def entry(job: Job, slug: str) -> Entry:
+    """The entry point of variant `slug`: one process of the agent."""
+    return partial(agent, job, VARIANTS[slug])
+
+
 def sweep_variants(job: Job, depth: int = 1, repeat: int = 1, workers: int = 1) -> list[Sweep]:
     """Each variant killed at every point (and its restarts, up to `depth`), counted per changing call."""
     effects = [call.id for call in job.changing_calls]
-    return [sweep(partial(agent, job, setting), effects, name=slug, depth=depth, repeat=repeat,
-                  workers=workers)
-            for slug, setting in VARIANTS.items()]
+    return [sweep(entry(job, slug), effects, name=slug, depth=depth, repeat=repeat, workers=workers)
+            for slug in VARIANTS]

@@ -7,13 +7,14 @@ repeat itself, count a flaky scenario apart, and name a loop's own error.
 
 import importlib.util
 import os
+import re
 import sys
 from functools import partial
 
 import pytest
 
 import crashlab
-from crashlab.api import sweep
+from crashlab.api import explain, render, sweep
 from crashlab.points import HarnessError
 
 from .conftest import ROOT
@@ -107,3 +108,23 @@ def test_a_restart_that_strays_from_the_run_it_repeats_is_flaky_and_says_where()
 def test_on_two_workers_the_sweep_is_the_same_scenario_by_scenario():
     plain = partial(example.triage, keyed=False)
     assert sweep(plain, EFFECTS, workers=2) == sweep(plain, EFFECTS)
+
+
+def test_explain_tells_a_scenario_process_by_process_with_what_the_tracker_holds():
+    told = explain(partial(example.triage, keyed=False), EFFECTS, "plain:1:1")
+    assert [p["ended"] for p in told["processes"]] == [
+        "killed at accepted#1, its point 1", "killed at accepted#1, its point 1", "finished after 12 points"]
+    assert told["dups"] == {"A": 2} and told["missing"] == []
+    held = [(r["kind"], r["effect"]) for r in told["records"]]
+    assert held == [("issue", "A")] * 3 + [("issue", "B"), ("comment", "C")]
+    assert render(told).splitlines()[-1] == "verdict: duplicates A +2; nothing missing"
+
+
+@pytest.mark.parametrize("scenario, problem", [
+    ("plain", "is not NAME:I[:J...]"), ("plain:0", "is not NAME:I[:J...]"), ("plain:x", "is not NAME:I[:J...]"),
+    ("plain:13", "the uninterrupted run reaches points 1..12: no point 13"),
+    ("plain:1:13", "the restart of plain:1 reaches points 1..12: no point 13"),
+])
+def test_explain_refuses_a_scenario_the_loop_does_not_have(scenario, problem):
+    with pytest.raises(ValueError, match=re.escape(problem)):
+        explain(partial(example.triage, keyed=False), EFFECTS, scenario)

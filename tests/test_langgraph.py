@@ -64,3 +64,11 @@ def test_sweep_loop_langgraph_needs_kill_and_prints_every_row(cli):
     assert code == 0 and set(rows) == {"langgraph-plain", "langgraph-keyed", "langgraph-v1", "langgraph-exit"}
     keyed = rows["langgraph-keyed"]
     assert rows["langgraph-plain"]["dups"] > 0 and keyed["dups"] == keyed["missing"] == 0
+
+
+def test_explain_kills_a_langgraph_scenario_again_and_tells_it(cli):
+    code, out, err = cli("explain", "langgraph-plain:14")
+    assert code == 0 and out.splitlines()[1].startswith("process 1: killed at accepted#2, its point 14: put#1,")
+    assert out.splitlines()[-1] == "verdict: duplicates A +1, B +1; nothing missing"
+    code, out, err = cli("explain", "langgraph-nope:1")
+    assert (code, out) == (2, "") and "unknown variant 'langgraph-nope' (valid: langgraph-plain," in err
