@@ -426,6 +426,8 @@ def explain(scenario: str, job_spec: str, fmt: str) -> None:
     SCENARIO is SLUG:I (crash the first process at its I-th point) or SLUG:I:J (also crash the
     restart at its J-th point), as `crashlab points` numbers them and `crashlab sweep --list` lists them.
     SLUG is any variant (see `crashlab sweep --help`); I and J are ASCII digits, counted from 1.
+    A framework loop's scenario (langgraph-plain:14, dbos-plain:2, as `sweep --loop langgraph --kill
+    --list dups` names them) is killed for real again and told with the framework's own points.
     """
     loop = next((loop for loop in FRAMEWORKS if scenario.startswith(f"{loop}-")), None)
     if loop is not None:
