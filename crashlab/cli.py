@@ -17,6 +17,7 @@ from . import explain as explaining
 from . import report
 from . import run as running
 from .designs import DESIGNS
+from .faults import FAULTS
 from .job import Job, JobError, find_job, shipped_jobs, shown
 from .parallel import default_workers
 from .points import HarnessError
@@ -205,13 +206,16 @@ def cli(ctx: click.Context) -> None:
               help="Processes to spread the sweep over, by first crash point. The output is the same for any number.")
 @click.option("--scheduler", metavar="tcp://HOST:PORT",
               help="Send the work to this running Dask scheduler instead (needs crashlab[dask]); same output.")
+@click.option("--fault", type=click.Choice(list(FAULTS)), default="crash", show_default=True,
+              help="What breaks, beyond the loop's process (see `crashlab faults`): wrong-answer sweeps each "
+                   "question to the person answered wrong.")
 @click.option("--kill", is_flag=True,
               help="Make every process of every scenario a real OS process, forked from this one, that SIGKILLs "
                    "itself at its crash point, over a world in SQLite and a checkpoint file. It uses the file "
                    "store (a memory store cannot outlive a real death) and re-executes every scenario (--no-share).")
 def sweep(job_spec: str, loop: str | None, variant: str | None, tracker: str | None, store: str | None, fmt: str,
           golden: str | None, listing: str | None, out: str | None, depth: int, replay: bool, workers: int,
-          scheduler: str | None, kill: bool) -> None:
+          scheduler: str | None, fault: str, kill: bool) -> None:
     """Crash the loop at every point, and its restart at every point, and count the damage.
 
     \b
@@ -231,6 +235,12 @@ def sweep(job_spec: str, loop: str | None, variant: str | None, tracker: str | N
         raise Failure("--kill needs --store files: a memory store cannot outlive a real death")
     if loop in FRAMEWORKS:
         return sweep_framework(loop, job_spec, variant or tracker, kill, depth, fmt, listing, golden or out, workers)
+    if fault != "crash":
+        given = [name for name, on in (("--kill", kill), ("--no-share", replay), ("--check", golden), ("--out", out),
+                                       ("--list", listing), ("--scheduler", scheduler), ("--store", store)) if on]
+        if given:
+            raise Failure(f"--fault {fault} sweeps in process, shared, on the memory store: it takes no {given[0]}")
+        return sweep_wrong_answers(choose_variants(loop, variant, tracker), open_job(job_spec), depth, fmt)
     variants = choose_variants(loop, variant, tracker)
     columns = columns_for(variants, depth)
     job = open_job(job_spec)
@@ -281,6 +291,22 @@ def sweep(job_spec: str, loop: str | None, variant: str | None, tracker: str | N
         if differences:
             sys.exit(1)
         click.echo(f"matches {golden}", err=True)
+
+
+def sweep_wrong_answers(variants: list[Variant], job: Job, depth: int, fmt: str) -> None:
+    """`sweep --fault wrong-answer`: each question to the person, in every crash scenario, answered wrong."""
+    from .faults import wrong_answers
+
+    check_handles(job, variants)
+    rows = [wrong_answers(v, job, memory_stores(), depth).record() for v in variants]
+    heads = list(rows[0])
+    if fmt == "table":
+        click.echo(report.grid([[r[h] for h in heads if h != "variant"] for r in rows],
+                               [h.replace("_", " ") for h in heads if h != "variant"], "github"))
+    elif fmt == "json":
+        click.echo(json.dumps(rows, indent=2))
+    else:
+        click.echo(report.csv_text(rows, heads).rstrip("\n"))
 
 
 def sweep_framework(loop: str, job_spec: str, chosen: str | None, kill: bool, depth: int, fmt: str,
@@ -443,6 +469,17 @@ def explain(scenario: str, job_spec: str, fmt: str) -> None:
         raise Failure(str(error)) from None
     told = explaining.story(run, job)
     click.echo(json.dumps(told, indent=2) if fmt == "json" else explaining.render(told))
+
+
+@cli.command()
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+def faults(fmt: str) -> None:
+    """The fault models `crashlab sweep --fault SLUG` takes: what each breaks, what it adds to the sweep."""
+    data = [{"slug": f.slug, "breaks": f.breaks, "adds": f.adds} for f in FAULTS.values()]
+    if fmt == "json":
+        click.echo(json.dumps(data, indent=2))
+    else:
+        click.echo("\n".join(f"{f['slug']:<13} {f['breaks']}\n{'':<13} adds: {f['adds']}" for f in data))
 
 
 def framework(loop: str):

@@ -26,7 +26,7 @@ from .world import Record
 #: a new parser; MAX_CRASHES is far deeper than any sweep goes, and only keeps a pasted ID from running
 #: for ever. A sign is allowed by the grammar so that
 #: ``keys:-1`` is answered "out of range", not "malformed".
-SCENARIO_ID = re.compile(r"(?P<slug>[a-z][a-z0-9-]*)(?P<crashes>(?::-?[0-9]+)+)")
+SCENARIO_ID = re.compile(r"(?P<slug>[a-z][a-z0-9-]*)(?P<crashes>(?::-?[0-9]+)+)(?:~(?P<wrong>[0-9]{1,9}))?")
 MAX_CRASHES = 100
 #: More digits than this name no crash point of any job a job file can hold.
 MAX_POINT_DIGITS = 9
@@ -42,6 +42,7 @@ class ScenarioId:
 
     slug: str
     crashes: tuple[int, ...]
+    wrong_at: int = 0  # the fault wrong-answer: the question answered wrong (``~K``)
 
 
 def parse_scenario_id(text: str) -> ScenarioId:
@@ -57,7 +58,10 @@ def parse_scenario_id(text: str) -> ScenarioId:
     for number in numbers:
         if len(number.lstrip("-")) > MAX_POINT_DIGITS:
             raise ScenarioError(f"{variant.slug}: crash point {shown(number)} is out of range for any job")
-    return ScenarioId(variant.slug, tuple(map(int, numbers)))
+    wrong_at = int(match["wrong"] or 0)
+    if match["wrong"] is not None and wrong_at < 1:
+        raise ScenarioError(f"scenario {shown(text)}: the question answered wrong is counted from 1 (~1, ~2, ...)")
+    return ScenarioId(variant.slug, tuple(map(int, numbers)), wrong_at)
 
 
 def find_variant(slug: str) -> Variant:
@@ -72,16 +76,21 @@ def find_scenario(scenario_id: str, job: Job) -> ScenarioRun:
     variant, store = VARIANTS[parsed.slug], memory_stores()
     if reason := variant.refuses(job):
         raise ScenarioError(reason)
-    crashes = parsed.crashes
+    crashes, wrong_at = parsed.crashes, parsed.wrong_at
     for k, point in enumerate(crashes):
-        reached = run_scenario(variant, job, crashes[:k], store).passed(k + 1)
+        reached = run_scenario(variant, job, crashes[:k], store, wrong_at).passed(k + 1)
         if not 1 <= point <= reached:
             if k == 0:
                 raise ScenarioError(f"{variant.slug} passes crash points 1..{reached} on job {job.name}: no point {point}")
             valid = f"points 1..{reached}" if reached else "no points (the run was already finished)"
             before = id_of(variant.slug, crashes[:k])
             raise ScenarioError(f"the restart of {before} on job {job.name} reaches {valid}: no point {point}")
-    return run_scenario(variant, job, crashes, store)
+    run = run_scenario(variant, job, crashes, store, wrong_at)
+    if run.world.person.asks < wrong_at:
+        asked = id_of(variant.slug, crashes)
+        raise ScenarioError(f"{asked} on job {job.name} asks the person {run.world.person.asks} question(s), "
+                            f"with that answer wrong too: no question {wrong_at}")
+    return run
 
 
 def describe(record: Record) -> str:
@@ -159,7 +168,8 @@ def note(event: Event) -> str:
         return f"{d['call']} has a marker and no result: the ladder says {event.label.upper()}, {d['why']}"
     if event.kind == "ask":
         answer = f"yes, #{d['answer']}" if d["answer"] is not None else "no"
-        return f"ASKS THE PERSON: {d['question']} → {answer}"
+        wrong = " (WRONG: the fault wrong-answer)" if d["wrong"] else ""
+        return f"ASKS THE PERSON: {d['question']} → {answer}{wrong}"
     if event.kind == "lookup":
         answer = f"yes, it returned #{d['answer']}" if d["answer"] is not None else "no such request"
         return f"asks the tracker: did the request with key {d['key'][:12]}… happen? → {answer}"

@@ -277,6 +277,7 @@ class SqlitePerson(Person):
         self.db = db
         self.tracker = tracker
         self.approves = approves
+        self.wrong_at = 0  # an honest person: the fault `wrong-answer` runs in process only
 
 
 class SqliteModel(Model):

@@ -57,8 +57,9 @@ VARIANTS: dict[str, Variant] = {**DESIGNS, **AGENTS}
 Trace = list[tuple[str, Where]]
 
 
-def scenario_id(slug: str, crashes: tuple[int, ...]) -> str:
-    return ":".join([slug, *map(str, crashes)])
+def scenario_id(slug: str, crashes: tuple[int, ...], wrong_at: int = 0) -> str:
+    """``SLUG:I:J``; a fault's choice extends it: ``~K``, the K-th question answered wrong."""
+    return ":".join([slug, *map(str, crashes)]) + (f"~{wrong_at}" if wrong_at else "")
 
 
 @dataclass(frozen=True)
@@ -91,7 +92,7 @@ class ScenarioRun:
 
     @property
     def id(self) -> str:
-        return scenario_id(self.variant.slug, self.crashes)
+        return scenario_id(self.variant.slug, self.crashes, self.world.person.wrong_at)
 
     def passed(self, process: int) -> int:
         """How many crash points process `process` (1-based) passed, the crash point included."""
@@ -133,13 +134,15 @@ class ScenarioRun:
         return ok
 
 
-def run_scenario(variant: Variant, job: Job, crashes: tuple[int, ...], store: StoreFactory) -> ScenarioRun:
+def run_scenario(variant: Variant, job: Job, crashes: tuple[int, ...], store: StoreFactory,
+                 wrong_at: int = 0) -> ScenarioRun:
     """Run processes over one fresh world and store until one finishes the job, and check the run.
 
     Process k dies at its ``crashes[k-1]``-th point; the process after the last crash runs to the end.
+    With `wrong_at`, the person answers that question (1-based, over the scenario) wrong.
     """
-    points = Recorder(crashes, scenario_id(variant.slug, crashes))
-    world = World.new(job, points, variant.tracker_mode, desk=variant.desk)
+    points = Recorder(crashes, scenario_id(variant.slug, crashes, wrong_at))
+    world = World.new(job, points, variant.tracker_mode, desk=variant.desk, wrong_at=wrong_at)
     durable = store(points)
     start = None
     for _ in range(len(crashes) + 1):
@@ -304,7 +307,7 @@ def _ignore(n: int) -> None:
 
 
 def live(variant: Variant, job: Job, store: StoreFactory, start: Durable | None, crashes: tuple[int, ...],
-         watch: bool) -> tuple[ScenarioRun, list[Durable]]:
+         watch: bool, wrong_at: int = 0) -> tuple[ScenarioRun, list[Durable]]:
     """One process from `start` (nothing, for the first) to the end, with the state at each point if `watch`.
 
     The process is number ``len(crashes) + 1``, as it is in the scenario `crashes`, and nothing of
@@ -314,7 +317,7 @@ def live(variant: Variant, job: Job, store: StoreFactory, start: Durable | None,
     points = Recorder((), scenario_id(variant.slug, crashes), process=len(crashes))
     durable = store(points)
     if start is None:
-        world = World.new(job, points, variant.tracker_mode, desk=variant.desk)
+        world = World.new(job, points, variant.tracker_mode, desk=variant.desk, wrong_at=wrong_at)
     else:
         world = start.restore(job, points, durable)
     if watch:
@@ -397,7 +400,7 @@ class Trunk:
 
 
 def trunk(variant: Variant, job: Job, store: StoreFactory, depth: int = 2, share: bool = True,
-          runner: ScenarioRunner = run_scenario) -> Trunk:
+          runner: ScenarioRunner = run_scenario, wrong_at: int = 0) -> Trunk:
     """The uninterrupted run, twice, to see that it repeats, and a branch per crash point it passed.
 
     Shared, the second run snapshots the durable state at each point as it passes it; replayed,
@@ -406,8 +409,14 @@ def trunk(variant: Variant, job: Job, store: StoreFactory, depth: int = 2, share
     """
     if share and runner is not run_scenario:
         raise ValueError("a shared sweep runs in process: re-execute (share=False) to run scenarios otherwise")
-    first = runner(variant, job, (), store)
-    run, states = live(variant, job, store, None, (), watch=True) if share else (runner(variant, job, (), store), [])
+    if wrong_at and not share:
+        raise ValueError("a person's wrong answer is swept shared, in process")
+    if wrong_at:  # the K-th question answered wrong: the world says so, and every snapshot keeps it
+        first = run_scenario(variant, job, (), store, wrong_at)
+        run, states = live(variant, job, store, None, (), watch=True, wrong_at=wrong_at)
+    else:
+        first = runner(variant, job, (), store)
+        run, states = live(variant, job, store, None, (), watch=True) if share else (runner(variant, job, (), store), [])
     check_retrace(run, 1, first.trace(1), "the first uninterrupted run")
     baseline, calls = run.trace(1), run.world.model.calls
     points = range(1, len(baseline) + 1)
@@ -508,9 +517,12 @@ class VariantSweep:
 
 
 def sweep_variant(variant: Variant, job: Job, store: StoreFactory, depth: int = 2, share: bool = True,
-                  advance: Advance = _ignore, runner: ScenarioRunner = run_scenario) -> VariantSweep:
-    """Every scenario of up to `depth` crashes; `share=False` re-executes each (the oracle), with `runner`."""
-    stem, memo = trunk(variant, job, store, depth, share, runner), {}
+                  advance: Advance = _ignore, runner: ScenarioRunner = run_scenario, wrong_at: int = 0) -> VariantSweep:
+    """Every scenario of up to `depth` crashes; `share=False` re-executes each (the oracle), with `runner`.
+
+    With `wrong_at`, the person answers the scenario's `wrong_at`-th question wrong (see `crashlab.faults`).
+    """
+    stem, memo = trunk(variant, job, store, depth, share, runner, wrong_at), {}
     return stem.join([branch.grow(store, advance, memo) for branch in stem.branches])
 
 

@@ -142,21 +142,30 @@ class Person:
     the job's own design and should be paid exactly once per gated call.
     """
 
-    def __init__(self, points: Recorder, tracker: TrackerProtocol, approves: bool = True):
+    def __init__(self, points: Recorder, tracker: TrackerProtocol, approves: bool = True, wrong_at: int = 0):
         self.points = points
         self.tracker = tracker
         self.approves = approves
+        self.wrong_at = wrong_at  # the question (1-based, over the scenario) answered wrong; 0 for none
         self.asks = 0
         self.approvals = 0
 
     def did_it_happen(self, call: Call) -> int | None:
-        """Ask whether `call` reached the tracker; the answer is its result, or None."""
+        """Ask whether `call` reached the tracker; the answer is its result, or None.
+
+        The `wrong_at`-th question gets the wrong answer (the fault `wrong-answer`): "no" when it
+        happened, and when it did not, "yes" with the newest record of that kind (or #1).
+        """
         self.points.guard("a question put to the person")
         self.asks += 1
         made = self.tracker.made_by(call.id)
         answer = made[0].number if made else None
+        wrong = self.asks == self.wrong_at
+        if wrong:
+            kind = "issue" if call.tool == "create_issue" else "comment"
+            answer = None if made else max((r.number for r in self.tracker.records if r.kind == kind), default=1)
         question = f"Did call {call.id} ({call.tool}) reach the tracker?"
-        self.points.note("ask", call.tool, call=call.id, question=question, answer=answer)
+        self.points.note("ask", call.tool, call=call.id, question=question, answer=answer, wrong=wrong)
         return answer
 
     def asked_to_approve(self, call: Call) -> None:
@@ -260,6 +269,7 @@ class WorldState:
     decided: tuple[tuple[str, bool], ...]
     model_calls: int
     servers_died: tuple[str, ...]
+    wrong_at: int = 0  # the person's question answered wrong (the fault `wrong-answer`), 0 for none
 
 
 @dataclass
@@ -273,10 +283,11 @@ class World:
 
     @classmethod
     def new(
-        cls, job: Job, points: Recorder, tracker_mode: str = "keyed", approves: bool = True, desk: str = "remembers"
+        cls, job: Job, points: Recorder, tracker_mode: str = "keyed", approves: bool = True, desk: str = "remembers",
+        wrong_at: int = 0,
     ) -> World:
         tracker = Tracker(points, tracker_mode)
-        person = Person(points, tracker, approves)
+        person = Person(points, tracker, approves, wrong_at)
         return cls(tracker, person, ApprovalDesk(points, person, desk), Model(points, job))
 
     def state(self) -> WorldState:
@@ -293,12 +304,13 @@ class World:
             decided=tuple(sorted(desk._decided.items())),
             model_calls=self.model.calls,
             servers_died=tuple(sorted(self.servers_died)),
+            wrong_at=self.person.wrong_at,
         )
 
     @classmethod
     def restore(cls, state: WorldState, job: Job, points: Recorder) -> World:
         """A world in memory that holds exactly `state`, for a restart to run against."""
-        world = cls.new(job, points, state.tracker_mode, state.approves, state.desk_mode)
+        world = cls.new(job, points, state.tracker_mode, state.approves, state.desk_mode, state.wrong_at)
         tracker = world.tracker
         tracker.records = list(state.records)
         tracker._issues = sum(1 for r in state.records if r.kind == "issue")
