@@ -177,6 +177,9 @@ def cli(ctx: click.Context) -> None:
     crashlab jobs                       the shipped jobs, for --job NAME
     crashlab schema                     the job file's JSON Schema, for editors
     crashlab run JOB --dir DIR          the agent's loop as a real process: kill -9 it, run it again
+    crashlab sweep --kill               every process a real one, SIGKILLed at its crash point
+    crashlab sweep --loop langgraph --kill   a LangGraph agent (or --loop dbos, a DBOS workflow), killed for real
+    crashlab faults                     what else can break: the fault models for sweep --fault
     """
     if ctx.invoked_subcommand is None:
         click.echo(ctx.get_help())
