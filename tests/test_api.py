@@ -65,6 +65,7 @@ def test_a_loop_that_does_not_repeat_itself_is_refused():
         sweep(coin, EFFECTS, name="coin", baselines=12)
 
 
+@pytest.mark.slow
 def test_a_scenario_whose_repeats_disagree_is_flaky_and_counted_apart():
     """A restart that sends its key only sometimes: its scenarios' outcomes differ from repeat to repeat."""
 
@@ -105,6 +106,7 @@ def test_a_restart_that_strays_from_the_run_it_repeats_is_flaky_and_says_where()
     assert strays and all(len(s.crashes) == 2 for s in strays)  # only a restart that was to die can stray
 
 
+@pytest.mark.slow
 def test_on_two_workers_the_sweep_is_the_same_scenario_by_scenario():
     plain = partial(example.triage, keyed=False)
     assert sweep(plain, EFFECTS, workers=2) == sweep(plain, EFFECTS)

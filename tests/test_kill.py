@@ -40,9 +40,9 @@ def scenarios(variant, job, depth=2, killed=True):
         return [(s.id, s.labels, s.outcome, s.hits, s.saves) for s in sweep.scenarios()], sweep.row()
 
 
-def test_a_killed_sweep_is_the_in_process_sweep_scenario_by_scenario(triage):
-    for slug in ("after-reply", "agent-keyless"):
-        assert scenarios(VARIANTS[slug], triage, depth=1) == scenarios(VARIANTS[slug], triage, depth=1, killed=False)
+@pytest.mark.parametrize("slug", ["after-reply", pytest.param("agent-keyless", marks=pytest.mark.slow)])
+def test_a_killed_sweep_is_the_in_process_sweep_scenario_by_scenario(triage, slug):
+    assert scenarios(VARIANTS[slug], triage, depth=1) == scenarios(VARIANTS[slug], triage, depth=1, killed=False)
 
 
 @pytest.mark.slow
@@ -64,7 +64,8 @@ def test_each_process_of_a_scenario_is_killed_at_its_own_point(triage):
 
 
 @pytest.mark.parametrize(
-    "hostile", [ReturnsAfterItsCrash, SwallowsItsCrash, pytest.param(MutatesInPlace, marks=pytest.mark.slow)]
+    "hostile",
+    [ReturnsAfterItsCrash, *(pytest.param(h, marks=pytest.mark.slow) for h in (SwallowsItsCrash, MutatesInPlace))],
 )
 def test_what_a_dying_loop_would_still_do_never_runs_under_sigkill(triage, hostile):
     """No handler and no in-place edit of a dead process counts: the killed table is the honest one."""
@@ -128,11 +129,15 @@ def test_a_real_death_needs_the_file_store(triage):
         trunk(AFTER_REPLY, triage, store, share=True, runner=kill.run_scenario)
 
 
-def test_sweep_kill_prints_the_in_process_table_and_refuses_the_memory_store(cli):
+@pytest.mark.slow
+def test_sweep_kill_prints_the_in_process_table(cli):
     args = ("sweep", "--variant", "keys", "--depth", "1", "--format", "json")
     killed = cli(*args, "--kill", "--workers", "2")
     assert killed[0] == 0 and killed == cli(*args)
-    code, out, err = cli(*args, "--kill", "--store", "memory")
+
+
+def test_sweep_kill_refuses_the_memory_store(cli):
+    code, out, err = cli("sweep", "--kill", "--store", "memory")
     assert (code, out) == (2, "") and "--kill needs --store files: a memory store cannot outlive a real death" in err
 
 
