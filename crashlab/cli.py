@@ -8,7 +8,7 @@ import shlex
 import shutil
 import signal
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import click
@@ -17,7 +17,8 @@ from . import explain as explaining
 from . import report
 from . import run as running
 from .designs import DESIGNS
-from .faults import FAULTS
+from .disk import SYNCS
+from .faults import FAULTS, power_cuts, wrong_answers
 from .job import Job, JobError, find_job, shipped_jobs, shown
 from .parallel import default_workers
 from .points import HarnessError
@@ -43,6 +44,7 @@ LISTS = {
     "asks": lambda o: o.asks > 0,
     "missing": lambda o: bool(o.missing),
     "calls": lambda o: o.calls_plus > 0,
+    "stuck": lambda o: o.stuck > 0,
 }
 
 
@@ -141,6 +143,12 @@ job_option = click.option(
 )
 
 
+sync_option = click.option(
+    "--sync", type=click.Choice(SYNCS), default=None, show_default="none",
+    help="With --fault power-cut, what each checkpoint save syncs: none; file, its data before the rename; full, "
+         "the directory after it too (the file store's default, and what `crashlab run` does).")
+
+
 def variant_options(command):
     """--loop, --variant and --tracker: one vocabulary of variants, shared by every command that sweeps."""
     command = click.option(
@@ -210,15 +218,16 @@ def cli(ctx: click.Context) -> None:
 @click.option("--scheduler", metavar="tcp://HOST:PORT",
               help="Send the work to this running Dask scheduler instead (needs crashlab[dask]); same output.")
 @click.option("--fault", type=click.Choice(list(FAULTS)), default="crash", show_default=True,
-              help="What breaks, beyond the loop's process (see `crashlab faults`): wrong-answer sweeps each "
-                   "question to the person answered wrong.")
+              help="What breaks, beyond the loop's process (see `crashlab faults`): power-cut takes every disk state "
+                   "a cut allows, wrong-answer each question to the person answered wrong.")
+@sync_option
 @click.option("--kill", is_flag=True,
               help="Make every process of every scenario a real OS process, forked from this one, that SIGKILLs "
                    "itself at its crash point, over a world in SQLite and a checkpoint file. It uses the file "
                    "store (a memory store cannot outlive a real death) and re-executes every scenario (--no-share).")
 def sweep(job_spec: str, loop: str | None, variant: str | None, tracker: str | None, store: str | None, fmt: str,
           golden: str | None, listing: str | None, out: str | None, depth: int, replay: bool, workers: int,
-          scheduler: str | None, fault: str, kill: bool) -> None:
+          scheduler: str | None, fault: str, sync: str | None, kill: bool) -> None:
     """Crash the loop at every point, and its restart at every point, and count the damage.
 
     \b
@@ -238,12 +247,15 @@ def sweep(job_spec: str, loop: str | None, variant: str | None, tracker: str | N
         raise Failure("--kill needs --store files: a memory store cannot outlive a real death")
     if loop in FRAMEWORKS:
         return sweep_framework(loop, job_spec, variant or tracker, kill, depth, fmt, listing, golden or out, workers)
+    if sync is not None and fault != "power-cut":
+        raise Failure(f"--sync says what a power cut finds on the disk: it needs --fault power-cut, not {fault}")
     if fault != "crash":
         given = [name for name, on in (("--kill", kill), ("--no-share", replay), ("--check", golden), ("--out", out),
-                                       ("--list", listing), ("--scheduler", scheduler), ("--store", store)) if on]
+                                       ("--scheduler", scheduler), ("--store", store)) if on]
         if given:
             raise Failure(f"--fault {fault} sweeps in process, shared, on the memory store: it takes no {given[0]}")
-        return sweep_wrong_answers(choose_variants(loop, variant, tracker), open_job(job_spec), depth, fmt)
+        variants = choose_variants(loop, variant, tracker)
+        return sweep_fault(fault, sync or "none", variants, open_job(job_spec), job_spec, depth, fmt, listing)
     variants = choose_variants(loop, variant, tracker)
     columns = columns_for(variants, depth)
     job = open_job(job_spec)
@@ -273,15 +285,7 @@ def sweep(job_spec: str, loop: str | None, variant: str | None, tracker: str | N
             pending.discard()
 
     if listing is not None:
-        chosen = [r for r in every_scenario(sweeps) if LISTS[listing](r.outcome)]
-        commands = [f"crashlab explain {r.id} --job {shlex.quote(job_spec)}" for r in chosen]
-        if fmt == "table":
-            lines = [[r.id, r.labels[0], command] for r, command in zip(chosen, commands)]
-            click.echo(report.grid(lines) if lines else f"no scenario with {listing}")
-        else:
-            data = [{"id": r.id, "first_crash": r.labels[0], "command": c} for r, c in zip(chosen, commands)]
-            text = json.dumps(data, indent=2) if fmt == "json" else report.csv_text(data, ["id", "first_crash", "command"])
-            click.echo(text.rstrip("\n"))
+        echo_listing(every_scenario(sweeps), listing, job_spec, fmt)
     else:
         formats = {"table": report.table, "json": report.to_json, "csv": report.to_csv}
         click.echo(formats[fmt](rows, columns).rstrip("\n"))
@@ -296,16 +300,35 @@ def sweep(job_spec: str, loop: str | None, variant: str | None, tracker: str | N
         click.echo(f"matches {golden}", err=True)
 
 
-def sweep_wrong_answers(variants: list[Variant], job: Job, depth: int, fmt: str) -> None:
-    """`sweep --fault wrong-answer`: each question to the person, in every crash scenario, answered wrong."""
-    from .faults import wrong_answers
-
-    check_handles(job, variants)
-    rows = [wrong_answers(v, job, memory_stores(), depth).record() for v in variants]
-    heads = list(rows[0])
+def echo_listing(scenarios: Iterable[ScenarioResult], listing: str, job_spec: str, fmt: str, options: str = "") -> None:
+    """`sweep --list KIND`: the scenarios whose outcome KIND picks, each with the command that explains it."""
+    chosen = [r for r in scenarios if LISTS[listing](r.outcome)]
+    commands = [f"crashlab explain {r.id} --job {shlex.quote(job_spec)}{options}" for r in chosen]
     if fmt == "table":
-        click.echo(report.grid([[r[h] for h in heads if h != "variant"] for r in rows],
-                               [h.replace("_", " ") for h in heads if h != "variant"], "github"))
+        lines = [[r.id, r.labels[0], command] for r, command in zip(chosen, commands)]
+        click.echo(report.grid(lines) if lines else f"no scenario with {listing}")
+    else:
+        data = [{"id": r.id, "first_crash": r.labels[0], "command": c} for r, c in zip(chosen, commands)]
+        text = json.dumps(data, indent=2) if fmt == "json" else report.csv_text(data, ["id", "first_crash", "command"])
+        click.echo(text.rstrip("\n"))
+
+
+def sweep_fault(fault: str, sync: str, variants: list[Variant], job: Job, job_spec: str, depth: int, fmt: str,
+                listing: str | None) -> None:
+    """`sweep --fault SLUG`: the fault's scenarios, one row per variant, or the list of those that `listing` picks."""
+    check_handles(job, variants)
+    store = memory_stores(sync)
+    swept = [power_cuts(v, job, store, sync, depth) if fault == "power-cut" else wrong_answers(v, job, store, depth)
+             for v in variants]
+    if listing is not None:
+        options = f" --fault {fault}" + (f" --sync {sync}" if fault == "power-cut" else "")
+        return echo_listing((r for s in swept for r in s.scenarios()), listing, job_spec, fmt, options)
+    rows = [s.record() for s in swept]
+    heads = list(rows[0])
+    shown_heads = [h for h in heads if h not in ("variant", "fault")]  # the name says the one, the command the other
+    if fmt == "table":
+        click.echo(report.grid([[r[h] for h in shown_heads] for r in rows],
+                               [h.replace("_", " ") for h in shown_heads], "github"))
     elif fmt == "json":
         click.echo(json.dumps(rows, indent=2))
     else:
@@ -449,7 +472,10 @@ def point_lines(rows: list[dict], width: int) -> list[str]:
 @click.argument("scenario")
 @job_option
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
-def explain(scenario: str, job_spec: str, fmt: str) -> None:
+@click.option("--fault", type=click.Choice(list(FAULTS)), default="crash", show_default=True,
+              help="The fault the scenario was swept under: power-cut IDs carry a disk state per crash, I~S.")
+@sync_option
+def explain(scenario: str, job_spec: str, fmt: str, fault: str, sync: str | None) -> None:
     """Tell the story of one SCENARIO, process by process, and its verdict.
 
     SCENARIO is SLUG:I (crash the first process at its I-th point) or SLUG:I:J (also crash the
@@ -461,13 +487,15 @@ def explain(scenario: str, job_spec: str, fmt: str) -> None:
     loop = next((loop for loop in FRAMEWORKS if scenario.startswith(f"{loop}-")), None)
     if loop is not None:
         return explain_framework(loop, scenario, open_job(job_spec), fmt)
+    if sync is not None and fault != "power-cut":
+        raise Failure(f"--sync says what a power cut finds on the disk: it needs --fault power-cut, not {fault}")
     try:
-        explaining.parse_scenario_id(scenario)
+        explaining.parse_scenario_id(scenario, fault)
     except explaining.ScenarioError as error:
         raise Failure(str(error)) from None
     job = open_job(job_spec)
     try:
-        run = explaining.find_scenario(scenario, job)
+        run = explaining.find_scenario(scenario, job, fault, sync or "none")
     except explaining.ScenarioError as error:
         raise Failure(str(error)) from None
     told = explaining.story(run, job)

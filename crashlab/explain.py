@@ -13,10 +13,10 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from .checkpoint import Checkpoint
+from .checkpoint import Checkpoint, CheckpointError
 from .job import Job, shown
 from .points import Event
-from .sweep import VARIANTS, ScenarioRun, Variant, memory_stores, run_scenario
+from .sweep import VARIANTS, Faults, NoSuchDiskState, ScenarioRun, StoreFactory, Variant, memory_stores, run_scenario
 from .sweep import scenario_id as id_of  # find_scenario's argument is the ID itself
 from .world import Record
 
@@ -26,7 +26,7 @@ from .world import Record
 #: a new parser; MAX_CRASHES is far deeper than any sweep goes, and only keeps a pasted ID from running
 #: for ever. A sign is allowed by the grammar so that
 #: ``keys:-1`` is answered "out of range", not "malformed".
-SCENARIO_ID = re.compile(r"(?P<slug>[a-z][a-z0-9-]*)(?P<crashes>(?::-?[0-9]+)+)(?:~(?P<wrong>[0-9]{1,9}))?")
+SCENARIO_ID = re.compile(r"(?P<slug>[a-z][a-z0-9-]*)(?P<crashes>(?::-?[0-9]+(?:~[0-9]{1,9})?)+)")
 MAX_CRASHES = 100
 #: More digits than this name no crash point of any job a job file can hold.
 MAX_POINT_DIGITS = 9
@@ -42,26 +42,42 @@ class ScenarioId:
 
     slug: str
     crashes: tuple[int, ...]
-    wrong_at: int = 0  # the fault wrong-answer: the question answered wrong (``~K``)
+    wrong_at: int = 0  # the fault wrong-answer: the question answered wrong (a final ``~K``)
+    disks: tuple[int, ...] = ()  # the fault power-cut: the disk state each crash left (``I~S``)
+
+    @property
+    def faults(self) -> Faults:
+        return Faults(self.wrong_at, bool(self.disks))
 
 
-def parse_scenario_id(text: str) -> ScenarioId:
-    """Parse `text` as a whole (`fullmatch`: no trailing newline, ASCII digits only)."""
+def parse_scenario_id(text: str, fault: str = "crash") -> ScenarioId:
+    """Parse `text` as a whole (`fullmatch`: no trailing newline, ASCII digits only).
+
+    Under `fault` power-cut every crash carries its disk state, ``I~S``; otherwise a final ``~K`` is
+    the question answered wrong (wrong-answer's IDs, which explain tells under any other fault too).
+    """
     match = SCENARIO_ID.fullmatch(text)
     if not match:
         raise ScenarioError(f"malformed scenario ID {shown(text)} (expected SLUG:I, SLUG:I:J and so on, in "
                             f"ASCII digits, e.g. after-reply:7; SLUG is one of {', '.join(VARIANTS)})")
     variant = find_variant(match["slug"])
-    numbers = match["crashes"][1:].split(":")
-    if len(numbers) > MAX_CRASHES:
-        raise ScenarioError(f"scenario {shown(text)} crashes {len(numbers)} processes: at most {MAX_CRASHES}")
+    crashes = [part.split("~") for part in match["crashes"][1:].split(":")]
+    if len(crashes) > MAX_CRASHES:
+        raise ScenarioError(f"scenario {shown(text)} crashes {len(crashes)} processes: at most {MAX_CRASHES}")
+    numbers, choices = [c[0] for c in crashes], [int(c[1]) if len(c) > 1 else None for c in crashes]
     for number in numbers:
         if len(number.lstrip("-")) > MAX_POINT_DIGITS:
             raise ScenarioError(f"{variant.slug}: crash point {shown(number)} is out of range for any job")
-    wrong_at = int(match["wrong"] or 0)
-    if match["wrong"] is not None and wrong_at < 1:
-        raise ScenarioError(f"scenario {shown(text)}: the question answered wrong is counted from 1 (~1, ~2, ...)")
-    return ScenarioId(variant.slug, tuple(map(int, numbers)), wrong_at)
+    if 0 in choices:
+        raise ScenarioError(f"scenario {shown(text)}: a ~ choice is counted from 1 (~1, ~2, ...)")
+    if fault == "power-cut":
+        if None in choices:
+            raise ScenarioError(f"scenario {shown(text)}: under --fault power-cut every crash names the disk state "
+                                "it left, I~S (e.g. keys-markers:12~2, keys-markers:12~1:3~2)")
+        return ScenarioId(variant.slug, tuple(map(int, numbers)), disks=tuple(choices))
+    if any(choices[:-1]):
+        raise ScenarioError(f"scenario {shown(text)}: only a power cut's crashes each carry ~S; use --fault power-cut")
+    return ScenarioId(variant.slug, tuple(map(int, numbers)), choices[-1] or 0)
 
 
 def find_variant(slug: str) -> Variant:
@@ -70,22 +86,34 @@ def find_variant(slug: str) -> Variant:
     return VARIANTS[slug]
 
 
-def find_scenario(scenario_id: str, job: Job) -> ScenarioRun:
-    """Run the scenario an ID names, after checking that this job has it: each crash point in range."""
-    parsed = parse_scenario_id(scenario_id)
-    variant, store = VARIANTS[parsed.slug], memory_stores()
+def find_scenario(scenario_id: str, job: Job, fault: str = "crash", sync: str = "none") -> ScenarioRun:
+    """Run the scenario an ID names, after checking that this job has it: each crash point in range.
+
+    A power cut's scenario runs on a store that syncs as `sync` says.
+    """
+    parsed = parse_scenario_id(scenario_id, fault)
+    variant, store = VARIANTS[parsed.slug], memory_stores(sync)
     if reason := variant.refuses(job):
         raise ScenarioError(reason)
-    crashes, wrong_at = parsed.crashes, parsed.wrong_at
+    crashes, faults, disks = parsed.crashes, parsed.faults, parsed.disks
+    try:
+        return _checked(variant, job, crashes, store, faults, disks)
+    except NoSuchDiskState as error:
+        raise ScenarioError(f"{error} under --sync {sync}") from None
+
+
+def _checked(variant: Variant, job: Job, crashes: tuple[int, ...], store: StoreFactory, faults: Faults,
+             disks: tuple[int, ...]) -> ScenarioRun:
+    wrong_at = faults.wrong_at
     for k, point in enumerate(crashes):
-        reached = run_scenario(variant, job, crashes[:k], store, wrong_at).passed(k + 1)
+        reached = run_scenario(variant, job, crashes[:k], store, faults, disks[:k]).passed(k + 1)
         if not 1 <= point <= reached:
             if k == 0:
                 raise ScenarioError(f"{variant.slug} passes crash points 1..{reached} on job {job.name}: no point {point}")
             valid = f"points 1..{reached}" if reached else "no points (the run was already finished)"
-            before = id_of(variant.slug, crashes[:k])
+            before = id_of(variant.slug, crashes[:k], disks=disks[:k])
             raise ScenarioError(f"the restart of {before} on job {job.name} reaches {valid}: no point {point}")
-    run = run_scenario(variant, job, crashes, store, wrong_at)
+    run = run_scenario(variant, job, crashes, store, faults, disks)
     if run.world.person.asks < wrong_at:
         asked = id_of(variant.slug, crashes)
         raise ScenarioError(f"{asked} on job {job.name} asks the person {run.world.person.asks} question(s), "
@@ -101,7 +129,12 @@ def describe(record: Record) -> str:
 
 def summary(data: bytes | None) -> str:
     """A saved checkpoint's one-line picture, from the bytes the store kept."""
-    return Checkpoint.from_json(data).summary() if data is not None else "nothing"
+    if data is None:
+        return "nothing"
+    try:
+        return Checkpoint.from_json(data).summary()
+    except CheckpointError:
+        return f"an unreadable checkpoint ({len(data)} bytes)"
 
 
 @dataclass
@@ -229,6 +262,7 @@ def verdict(run: ScenarioRun, job: Job, baseline_calls: int) -> dict[str, Any]:
         "asks": outcome.asks,
         "approvals": outcome.approvals,
         "calls_plus": outcome.calls_plus,
+        "stuck": run.stuck,
         "why": why(run, job),
     }
 
@@ -241,9 +275,12 @@ def story(run: ScenarioRun, job: Job) -> dict[str, Any]:
         events = [e for e in run.points.events if e.process == process]
         found = events[0].detail["data"]
         told = lines(events)
-        if found is not None and Checkpoint.from_json(found).finished:
+        if process == run.points.process and run.stuck:
+            told.append(f"      STUCK: it cannot read its checkpoint, and will not start afresh: {run.stuck}")
+        elif found is not None and Checkpoint.from_json(found).finished:
             told.append("      the run is finished: the process exits at once")
-        processes.append({"process": process, "found": summary(found), "events": told})
+        left = run.on_disk[process - 2] if 2 <= process <= len(run.on_disk) + 1 else None
+        processes.append({"process": process, "found": summary(found), "power_cut_left": left, "events": told})
     return {
         "id": run.id,
         "variant": run.variant.slug,
@@ -266,6 +303,8 @@ def render(told: dict[str, Any]) -> str:
     for process in told["processes"]:
         role = "first run" if process["process"] == 1 else "restart"
         out += ["", f"── process {process['process']} ({role}) found on disk: {process['found']}"]
+        if process["power_cut_left"]:
+            out.append(f"      the power cut left {process['power_cut_left']}")
         out += process["events"]
     v = told["verdict"]
     dups = ", ".join(f"{call} ×{extra + 1}" for call, extra in v["duplicates"].items())
@@ -276,6 +315,7 @@ def render(told: dict[str, Any]) -> str:
         f"  expected:      {', '.join(v['expected']) or 'nothing'}, once each",
         f"  duplicates:    {dups + ' (DUPLICATED)' if dups else 'none'}",
         f"  missing:       {', '.join(v['missing']) or 'none'}",
+        *([f"  stuck:         {v['stuck']}"] if v["stuck"] else []),
         f"  asks: {v['asks']}   approvals: {v['approvals']}   extra model calls: {v['calls_plus']}",
         *(f"  why: {text}" for text in v["why"]),
     ]

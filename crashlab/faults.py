@@ -9,14 +9,21 @@ a crash scenario puts to the person, the same scenario runs again with that one 
 when the call did happen (the loop makes it again: a duplicate), "yes, #N" when it did not (the loop
 believes it done: a missing effect, and a result that names a record the call never made). Its ID is
 the crash scenario's with ``~K``: ``markers:12~1`` answers the first question wrong.
+
+`power-cut`: each death is a power cut, and the disk keeps only what the store's syncs made durable
+(`crashlab.disk`). At each crash point the sweep takes every state of the checkpoint file the disk
+allows, newest first, as scenarios of their own: ``keys-markers:12~2`` is the second state a cut at
+point 12 allows (``~1`` is always what a process crash leaves). A restart that finds an empty or torn
+file cannot read it: the scenario is `stuck` (the loop refuses it, never starting afresh silently).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
 from .job import Job
-from .sweep import ScenarioResult, StoreFactory, Variant, sweep_variant
+from .sweep import Faults, ScenarioResult, StoreFactory, Tally, Variant, sweep_variant
 
 
 @dataclass(frozen=True)
@@ -29,6 +36,11 @@ class Fault:
 FAULTS: dict[str, Fault] = {f.slug: f for f in (
     Fault("crash", "the loop's process dies at a crash point; the OS cache, the tracker and the person outlive it",
           "nothing: the chapter's sweep, the book's table"),
+    Fault("power-cut", "the machine loses power at a crash point: the disk keeps only what the store's syncs "
+                       "(--sync none|file|full) made durable, and a file whose data was not synced may be empty "
+                       "or torn",
+          "for each crash point, one scenario per disk state the syncs allow (ID SLUG:I~S:J~T, ~1 the crash's); "
+          "stuck: an unreadable checkpoint"),
     Fault("wrong-answer", "the person answers one 'did it happen?' question wrong: 'no' when it did, 'yes, #N' when "
                           "it did not",
           "for each question a crash scenario asks, that scenario with that one answer wrong (ID SLUG:I:J~K)"),
@@ -36,37 +48,47 @@ FAULTS: dict[str, Fault] = {f.slug: f for f in (
 
 
 @dataclass(frozen=True)
-class WrongAnswers:
-    """A variant's wrong-answer sweep: the crash scenarios it starts from, and one scenario per question."""
+class FaultSweep:
+    """A variant's sweep under one fault: how many crash scenarios it starts from, and its scenarios' counts."""
 
     variant: str
     name: str
+    fault: str
+    setting: str  # what the fault was swept with (the syncs of a power cut), or ""
     crash_scenarios: int
-    asked: int  # crash scenarios that asked the person at least once
-    scenarios: tuple[ScenarioResult, ...]
+    tally: Tally
+    scenarios: Callable[[], Iterable[ScenarioResult]]  # every scenario, again, for a listing
 
     def record(self) -> dict[str, int | str]:
-        outcomes = [s.outcome for s in self.scenarios]
+        t = self.tally
         return {
-            "variant": self.variant, "name": self.name, "crash_scenarios": self.crash_scenarios, "asked": self.asked,
-            "scenarios": len(outcomes), "with_dups": sum(1 for o in outcomes if o.extra),
-            "dups": sum(o.extra for o in outcomes), "missing": sum(len(o.missing) for o in outcomes),
-            "wrong": sum(len(o.wrong) for o in outcomes),
+            "variant": self.variant, "name": self.name, "fault": self.fault, "setting": self.setting,
+            "crash_scenarios": self.crash_scenarios, "scenarios": t.scenarios, "with_dups": t.with_dups,
+            "dups": t.dups, "missing": t.missing, "wrong": t.wrong, "asks": t.asks, "stuck": t.stuck,
+            "orphans": t.orphans,
         }
 
 
-def wrong_answers(variant: Variant, job: Job, store: StoreFactory, depth: int = 2) -> WrongAnswers:
+def wrong_answers(variant: Variant, job: Job, store: StoreFactory, depth: int = 2) -> FaultSweep:
     """For each K, the sweep with the person's K-th answer wrong; of it, the scenarios that asked K questions.
 
     A wrong answer changes what the loop does next, so each K is a sweep of its own (shared, as the
     crash sweep is): the restarts' crash points are those they reach after the wrong answer.
     """
-    crash = list(sweep_variant(variant, job, store, depth).scenarios())
+    crash = sweep_variant(variant, job, store, depth)
     found: list[ScenarioResult] = []
-    for k in range(1, max((s.outcome.asks for s in crash), default=0) + 1):
-        for s in sweep_variant(variant, job, store, depth, wrong_at=k).scenarios():
+    for k in range(1, max((s.outcome.asks for s in crash.scenarios()), default=0) + 1):
+        for s in sweep_variant(variant, job, store, depth, faults=Faults(wrong_at=k)).scenarios():
             if s.outcome.asks >= k:  # the K-th question was put, and answered wrong
                 found.append(replace(s, id=f"{s.id}~{k}"))
     found.sort(key=lambda s: (s.crashes, s.id))
-    asked = sum(1 for s in crash if s.outcome.asks)
-    return WrongAnswers(variant.slug, variant.name, len(crash), asked, tuple(found))
+    tally = sum((Tally.of(s.outcome, s.hits, s.saves) for s in found), Tally())
+    return FaultSweep(variant.slug, variant.name, "wrong-answer", "", crash.tally.scenarios, tally, lambda: found)
+
+
+def power_cuts(variant: Variant, job: Job, store: StoreFactory, sync: str, depth: int = 2) -> FaultSweep:
+    """Every scenario of up to `depth` power cuts, each leaving one of the disk states `store`'s syncs allow."""
+    crash = sweep_variant(variant, job, store, depth)
+    cut = sweep_variant(variant, job, store, depth, faults=Faults(power_cut=True))
+    return FaultSweep(variant.slug, variant.name, "power-cut", f"sync {sync}", crash.tally.scenarios, cut.tally,
+                      cut.scenarios)

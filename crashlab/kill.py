@@ -96,8 +96,8 @@ def run_scenario(variant: Variant, job: Job, crashes: tuple[int, ...], store: St
         if points.dead is None:
             break
         if points.process == len(crashes):  # the last death: where the last process starts
-            start = Durable(FileStore(directory, points, fsync=False).files(), read_world(directory, job, variant))
-    final = FileStore(directory, points, fsync=False)
+            start = Durable(FileStore(directory, points, sync="none").files(), read_world(directory, job, variant))
+    final = FileStore(directory, points, sync="none")
     world = World.restore(read_world(directory, job, variant), job, points)
     return ScenarioRun(variant, crashes, points, world, final, check_finished(points, final), start)
 
@@ -179,7 +179,7 @@ def _child(variant: Variant, job: Job, parent: Recorder, directory: Path, tell: 
         points.start_process()
         with Database(directory / TRACKER_FILE) as db:
             world = open_world(db, job, points, variant.tracker_mode, desk=variant.desk)
-            variant.loop(job, world, FileStore(directory, points, fsync=False), points).run()
+            variant.loop(job, world, FileStore(directory, points, sync="none"), points).run()
         report("returned")
     except BaseException as error:  # noqa: BLE001 - the child reports every way it can end
         report(ended_by(error))

@@ -75,10 +75,12 @@ def cell(row: Row, key: str) -> Any:
 
 
 def records(rows: Sequence[Row], columns: Columns) -> list[dict[str, Any]]:
-    """The rows as data: the columns' cells, and always the scenarios by depth and their sum."""
+    """The rows as data: the columns' cells, and always the scenarios by depth and their sum, and the two
+    counts every fault's rows carry (`crashlab.faults`): runs stuck on an unreadable checkpoint, orphan records."""
     return [
         {"variant": row.variant, "name": row.name, **{k: cell(row, k) for k, _ in columns},
-         "by_depth": list(row.by_depth), "scenarios": row.scenarios, "distinct": row.distinct}
+         "by_depth": list(row.by_depth), "scenarios": row.scenarios, "distinct": row.distinct, "stuck": row.stuck,
+         "orphans": row.orphans}
         for row in rows
     ]
 
@@ -103,7 +105,8 @@ def to_json(rows: Sequence[Row], columns: Columns = DESIGN_COLUMNS) -> str:
 
 def to_csv(rows: Sequence[Row], columns: Columns = DESIGN_COLUMNS) -> str:
     flat = [{k: v for k, v in r.items() if k != "by_depth"} for r in records(rows, columns)]
-    return csv_text(flat, ["variant", "name", *dict.fromkeys([*(k for k, _ in columns), "scenarios", "distinct"])])
+    keys = [*(k for k, _ in columns), "scenarios", "distinct", "stuck", "orphans"]
+    return csv_text(flat, ["variant", "name", *dict.fromkeys(keys)])
 
 
 def csv_text(data: Sequence[dict[str, Any]], fieldnames: Sequence[str]) -> str:

@@ -205,7 +205,7 @@ def run(job: Job, directory: Path, tracker_mode: str | None = None, person: str 
                 echo(f"resuming {directory} ({mode} tracker): {checkpoint.summary()}" if checkpoint
                      else f"new run of {job.name} in {directory} ({mode} tracker)")
                 points.start_process()
-                store = FileStore(directory, points, fsync=True)
+                store = FileStore(directory, points)
                 AgentLoop(job, world, store, points, toolbox(mode)).run()
                 return Finished(store.load(), world.tracker.records, already=False)
         except WorldError as error:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Protocol
 
 from .checkpoint import Checkpoint
+from .disk import Disk, Survivor
 from .points import Recorder
 
 STORE_KINDS = ("memory", "files")
@@ -41,49 +42,65 @@ class Store(Protocol):
     def restore(self, files: Files) -> None:
         """Hold exactly `files`, as a fresh store a restart finds (the harness's, not the loop's)."""
 
+    def survivors(self) -> list[tuple[Survivor, Files]]:
+        """Every state of the store a power cut now allows, newest first (see `crashlab.disk`)."""
+
+
+def _files(data: bytes | None) -> Files:
+    return () if data is None else ((CHECKPOINT, data),)
+
 
 class MemoryStore:
-    """A durable store without a disk: it keeps the bytes a file would hold."""
+    """A store without a disk: it keeps the bytes a file would hold, in a model of the page cache.
 
-    def __init__(self, points: Recorder):
+    `sync` says what each save syncs, as `FileStore`'s does; only a power cut can tell (see `crashlab.disk`).
+    """
+
+    def __init__(self, points: Recorder, sync: str = "full"):
         self.points = points
-        self.durable: bytes | None = None
+        self.disk = Disk(sync)
 
     def load(self) -> Checkpoint | None:
-        self.points.note("load", data=self.durable)
+        self.points.note("load", data=self.disk.current)
         return self.read()
 
     def read(self) -> Checkpoint | None:
-        return None if self.durable is None else Checkpoint.from_json(self.durable, "the memory store")
+        data = self.disk.current
+        return None if data is None else Checkpoint.from_json(data, "the memory store")
 
     def save(self, checkpoint: Checkpoint) -> None:
         self.points.guard("a checkpoint written")
         data = checkpoint.to_json()
         self.points.note("save", data=data)
+        self.disk.save(data)
         self.points.hit("temp")
-        self.durable = data
+        self.disk.rename()
         self.points.hit("renamed")
 
     def files(self) -> Files:
-        return () if self.durable is None else ((CHECKPOINT, self.durable),)
+        return _files(self.disk.current)
 
     def restore(self, files: Files) -> None:
-        self.durable = dict(files).get(CHECKPOINT)
+        self.disk = Disk(self.disk.sync, dict(files).get(CHECKPOINT))
+
+    def survivors(self) -> list[tuple[Survivor, Files]]:
+        return [(s, _files(s.data)) for s in self.disk.survivors()]
 
 
 class FileStore:
     """A JSON checkpoint file in `directory`, replaced atomically on every save.
 
-    With `fsync` (the default) the temp file is synced before the rename and the directory after
-    it, so the rename survives a power cut too. The sweep turns it off, as the chapter did: a killed
-    process loses nothing the kernel already holds.
+    `sync` (see `crashlab.disk`) is ``full`` by default: the temp file is synced before the rename
+    and the directory after it, so the rename survives a power cut too. The sweep syncs ``none``, as
+    the chapter did: a killed process loses nothing the kernel already holds. Beside the real file
+    the store keeps the model of its page cache, from which a power cut's survivors are read.
     """
 
-    def __init__(self, directory: str | Path, points: Recorder, fsync: bool = True):
+    def __init__(self, directory: str | Path, points: Recorder, sync: str = "full"):
         self.path = Path(directory) / CHECKPOINT
         self.temp = self.path.with_name(CHECKPOINT + ".tmp")
         self.points = points
-        self.fsync = fsync
+        self.disk = Disk(sync, self._bytes())
 
     def load(self) -> Checkpoint | None:
         data = self._bytes()
@@ -106,12 +123,14 @@ class FileStore:
         self.points.note("save", data=data)
         with open(self.temp, "wb") as file:
             file.write(data)
-            if self.fsync:
+            if self.disk.sync != "none":
                 file.flush()
                 os.fsync(file.fileno())
+        self.disk.save(data)
         self.points.hit("temp")
         os.replace(self.temp, self.path)
-        if self.fsync:
+        self.disk.rename()
+        if self.disk.sync == "full":
             directory = os.open(self.path.parent, os.O_RDONLY)
             try:
                 os.fsync(directory)
@@ -125,5 +144,10 @@ class FileStore:
         return () if data is None else ((CHECKPOINT, data),)
 
     def restore(self, files: Files) -> None:
+        self.path.unlink(missing_ok=True)
         for name, data in files:
             (self.path.parent / name).write_bytes(data)
+        self.disk = Disk(self.disk.sync, self._bytes())
+
+    def survivors(self) -> list[tuple[Survivor, Files]]:
+        return [(s, _files(s.data)) for s in self.disk.survivors()]

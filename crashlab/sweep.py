@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from .agent import AgentVariant
-from .checkpoint import Checkpoint
+from .checkpoint import Checkpoint, CheckpointError
 from .designs import DESIGNS
 from .durable import Durable
 from .job import Call, Job
@@ -57,9 +57,22 @@ VARIANTS: dict[str, Variant] = {**DESIGNS, **AGENTS}
 Trace = list[tuple[str, Where]]
 
 
-def scenario_id(slug: str, crashes: tuple[int, ...], wrong_at: int = 0) -> str:
-    """``SLUG:I:J``; a fault's choice extends it: ``~K``, the K-th question answered wrong."""
-    return ":".join([slug, *map(str, crashes)]) + (f"~{wrong_at}" if wrong_at else "")
+@dataclass(frozen=True)
+class Faults:
+    """What breaks in a scenario beyond the chapter's crash (see `crashlab.faults`); nothing, by default."""
+
+    wrong_at: int = 0  # the person's question (1-based, over the scenario) answered wrong; 0 for none
+    power_cut: bool = False  # each death is a power cut: the disk keeps only what the store's syncs made durable
+
+
+NO_FAULTS = Faults()
+
+
+def scenario_id(slug: str, crashes: tuple[int, ...], wrong_at: int = 0, disks: tuple[int, ...] = ()) -> str:
+    """``SLUG:I:J``; a fault's choice extends it: ``I~S``, the S-th disk state a power cut at I allows,
+    and a final ``~K``, the K-th question answered wrong."""
+    parts = [f"{i}~{d}" for i, d in zip(crashes, disks)] if disks else map(str, crashes)
+    return ":".join([slug, *parts]) + (f"~{wrong_at}" if wrong_at else "")
 
 
 @dataclass(frozen=True)
@@ -72,6 +85,8 @@ class Outcome:
     calls_plus: int  # model calls beyond those of the uninterrupted run
     approvals: int  # approval questions put to the person, over all processes
     wrong: tuple[str, ...] = ()  # calls whose saved result, or whose comment, names a record the job did not mean
+    stuck: int = 0  # 1 when the run cannot go on without a person: its checkpoint is unreadable
+    orphans: int = 0  # records in the tracker that no call of the job accounts for
 
     @property
     def extra(self) -> int:
@@ -87,12 +102,15 @@ class ScenarioRun:
     points: Recorder
     world: World
     store: Store
-    final: Checkpoint  # what the store held when the last process finished
+    final: Checkpoint | None  # what the store held when the last process finished; None if it was stuck
     start: Durable | None = None  # what the last crash left: where the last process started
+    stuck: str | None = None  # why the last process could not start: its checkpoint unreadable
+    disks: tuple[int, ...] = ()  # power cuts: which disk state each death left, 1 the newest
+    on_disk: tuple[str, ...] = ()  # power cuts: what each state was
 
     @property
     def id(self) -> str:
-        return scenario_id(self.variant.slug, self.crashes, self.world.person.wrong_at)
+        return scenario_id(self.variant.slug, self.crashes, self.world.person.wrong_at, self.disks)
 
     def passed(self, process: int) -> int:
         """How many crash points process `process` (1-based) passed, the crash point included."""
@@ -102,21 +120,24 @@ class ScenarioRun:
         return [(e.label, e.where) for e in self.points.points(process)]
 
     def outcome(self, job: Job, baseline_calls: int) -> Outcome:
-        results = self.final.results()
-        refused = {cid for turn in self.final.turns for cid, ok in turn.approvals.items() if not ok}
+        """The world's counts; a stuck run has made its duplicates, but what it has not done yet is not missing."""
+        final = self.final
+        results = final.results() if final else {}
+        refused = {cid for turn in final.turns for cid, ok in turn.approvals.items() if not ok} if final else set()
         dups, missing, wrong = {}, [], []
         for call in job.changing_calls:
             made = self.world.tracker.made_by(call.id)
             if len(made) > 1:
                 dups[call.id] = len(made) - 1
-            elif not made and call.id not in refused:
+            elif not made and call.id not in refused and final:
                 missing.append(call.id)
-            if not self._meant(call, made, results, call.id in refused):
+            if final and not self._meant(call, made, results, call.id in refused):
                 wrong.append(call.id)
-        person = self.world.person
-        return Outcome(
-            dups, tuple(missing), person.asks, self.world.model.calls - baseline_calls, person.approvals, tuple(wrong)
-        )
+        person, meant = self.world.person, {call.id for turn in job.turns for call in turn.calls}
+        orphans = sum(1 for r in self.world.tracker.records if r.call not in meant)
+        calls_plus = self.world.model.calls - baseline_calls  # negative only for a stuck run, which stopped short
+        return Outcome(dups, tuple(missing), person.asks, max(calls_plus, 0), person.approvals, tuple(wrong),
+                       int(final is None), orphans)
 
     def _meant(self, call: Call, made: list[Record], results: dict[str, Any], refused: bool) -> bool:
         """Whether the call's saved result names one of its own records, and its comments the issue meant."""
@@ -134,36 +155,71 @@ class ScenarioRun:
         return ok
 
 
+class NoSuchDiskState(ValueError):
+    """A power-cut scenario names a disk state that its death does not allow."""
+
+
 def run_scenario(variant: Variant, job: Job, crashes: tuple[int, ...], store: StoreFactory,
-                 wrong_at: int = 0) -> ScenarioRun:
+                 faults: Faults = NO_FAULTS, disks: tuple[int, ...] = ()) -> ScenarioRun:
     """Run processes over one fresh world and store until one finishes the job, and check the run.
 
     Process k dies at its ``crashes[k-1]``-th point; the process after the last crash runs to the end.
-    With `wrong_at`, the person answers that question (1-based, over the scenario) wrong.
+    Under a power cut, the k-th death leaves the ``disks[k-1]``-th state its disk allows.
     """
-    points = Recorder(crashes, scenario_id(variant.slug, crashes, wrong_at))
-    world = World.new(job, points, variant.tracker_mode, desk=variant.desk, wrong_at=wrong_at)
+    if faults.power_cut and len(disks) != len(crashes):
+        raise ValueError("a power-cut scenario names a disk state for every crash")
+    points = Recorder(crashes, scenario_id(variant.slug, crashes, faults.wrong_at, disks))
+    world = World.new(job, points, variant.tracker_mode, desk=variant.desk, wrong_at=faults.wrong_at)
     durable = store(points)
-    start = None
-    for _ in range(len(crashes) + 1):
+    start, stuck, on_disk = None, None, []
+    for k in range(len(crashes) + 1):
         points.start_process()
-        try:
-            variant.loop(job, world, durable, points).run()
-            returned = True
-        except Crash:
-            returned = False
-        check_death(points, returned)
+        returned, stuck = _life(variant.loop(job, world, durable, points))
+        check_death(points, returned, stuck)
         if points.dead is None:
             break
+        if faults.power_cut:
+            durable, what = _power_cut(durable, store(points), disks[k], points)
+            on_disk.append(what)
         start = Durable.of(world, durable)
-    return ScenarioRun(variant, crashes, points, world, durable, check_finished(points, durable), start)
+    final = None if stuck else check_finished(points, durable)
+    return ScenarioRun(variant, crashes, points, world, durable, final, start, stuck, disks, tuple(on_disk))
 
 
-def check_death(points: Recorder, returned: bool) -> None:
-    """The process died where it was told and did nothing after, or it was not told to die."""
+def _life(loop: Any) -> tuple[bool, str | None]:
+    """Run one process: whether it returned, and why it could not start if its checkpoint was unreadable."""
+    try:
+        loop.run()
+        return True, None
+    except Crash:
+        return False, None
+    except CheckpointError as error:
+        return False, str(error)
+
+
+def _power_cut(old: Store, new: Store, state: int, points: Recorder) -> tuple[Store, str]:
+    """The store a restart after a power cut finds: the `state`-th of those `old`'s disk allows."""
+    survivors = old.survivors()
+    if not 1 <= state <= len(survivors):
+        raise NoSuchDiskState(f"{points.scenario}: the power cut at process {points.process}'s point "
+                              f"{points.dead.index} leaves {len(survivors)} disk states (~1 to ~{len(survivors)})")
+    what, files = survivors[state - 1]
+    new.restore(files)
+    return new, what.what
+
+
+def check_death(points: Recorder, returned: bool, stuck: str | None = None) -> None:
+    """The process died where it was told and did nothing after, or it was not told to die, or it was stuck."""
     where = f"{points.scenario}: process {points.process}"
     if points.violations:
         raise HarnessError(points.violations[0])
+    if stuck is not None:
+        if points.process <= len(points.crash_at):
+            raise HarnessError(f"{where} could not start, so it cannot crash at its point "
+                               f"{points.crash_at[points.process - 1]}: {stuck}")
+        if points.passed:
+            raise HarnessError(f"{where} read an unreadable checkpoint after {points.passed} crash points: {stuck}")
+        return
     if points.dead is None and not returned:
         raise HarnessError(f"{where} raised Crash without reaching a crash point of its own")
     if points.dead is not None and returned:
@@ -215,6 +271,7 @@ class ScenarioResult:
     outcome: Outcome
     hits: int  # crash points passed, over all processes
     saves: int  # checkpoint saves begun, over all processes
+    disks: tuple[int, ...] = ()  # power cuts: the disk state each crash left
 
 
 @dataclass(frozen=True)
@@ -229,6 +286,8 @@ class Tally:
     asks: int = 0
     calls_plus: int = 0
     approvals: int = 0
+    stuck: int = 0
+    orphans: int = 0
     hits: int = 0
     saves: int = 0
 
@@ -237,7 +296,7 @@ class Tally:
         """One scenario, counted as the row counts it."""
         o = outcome
         return cls((1,), int(o.extra > 0), o.extra, len(o.missing), len(o.wrong), o.asks, o.calls_plus,
-                   o.approvals, hits, saves)
+                   o.approvals, o.stuck, o.orphans, hits, saves)
 
     @property
     def scenarios(self) -> int:
@@ -266,7 +325,8 @@ class Life:
     """One process's life, from the state its predecessor's death left to the finished run.
 
     A life is also a scenario: the one whose crashes led to it, and which ends when it finishes.
-    `after[j-1]` is the life that follows a crash at its j-th point, for as long as the sweep's depth
+    `after[c]` is the life that follows its crash `choices[c]`, a crash at its j-th point that left
+    its s-th disk state (``(j, 0)``, one state, but for a power cut), for as long as the sweep's depth
     allows: the sweep is a tree of lives, rooted in the uninterrupted run. When equal states share
     one life, the tree is a DAG; every path through it is still a scenario of its own.
     """
@@ -277,13 +337,15 @@ class Life:
     saves: int  # saves it began
     labels: tuple[str, ...]  # its crash points, in order
     saves_by: tuple[int, ...]  # saves begun up to each of its points, that point's own included
+    choices: tuple[tuple[int, int], ...]  # (point, disk state) of each crash that `after` follows
     after: tuple[Life, ...]
     below: Tally  # every scenario that crashes this life, and the lives after it
     tally: Tally  # this life's own scenario, and every one below it
 
 
-def life_of(run: ScenarioRun, job: Job, state: bytes, baseline_calls: int, after: tuple[Life, ...]) -> Life:
-    """The last process of `run`, as a life, with the lives its crashes lead to."""
+def life_of(run: ScenarioRun, job: Job, state: bytes, baseline_calls: int, after: tuple[Life, ...],
+            choices: tuple[tuple[int, int], ...] | None = None) -> Life:
+    """The last process of `run`, as a life, with the lives its crashes (by default, at point 1, 2, ...) lead to."""
     process, labels, saves_by, saves = run.points.process, [], [], 0
     for e in run.points.events:
         if e.process != process:
@@ -293,10 +355,11 @@ def life_of(run: ScenarioRun, job: Job, state: bytes, baseline_calls: int, after
         elif e.kind == "point":
             labels.append(e.label)
             saves_by.append(saves)
-    below = sum((life.tally.behind(j, saves_by[j - 1]) for j, life in enumerate(after, start=1)), Tally())
+    choices = tuple((j, 0) for j in range(1, len(after) + 1)) if choices is None else choices
+    below = sum((life.tally.behind(j, saves_by[j - 1]) for (j, _), life in zip(choices, after)), Tally())
     outcome = run.outcome(job, baseline_calls)
     tally = Tally.of(outcome, len(labels), saves) + below
-    return Life(state, outcome, len(labels), saves, tuple(labels), tuple(saves_by), after, below, tally)
+    return Life(state, outcome, len(labels), saves, tuple(labels), tuple(saves_by), choices, after, below, tally)
 
 
 Advance = Callable[[int], None]
@@ -307,29 +370,34 @@ def _ignore(n: int) -> None:
 
 
 def live(variant: Variant, job: Job, store: StoreFactory, start: Durable | None, crashes: tuple[int, ...],
-         watch: bool, wrong_at: int = 0) -> tuple[ScenarioRun, list[Durable]]:
-    """One process from `start` (nothing, for the first) to the end, with the state at each point if `watch`.
+         watch: bool, faults: Faults = NO_FAULTS) -> tuple[ScenarioRun, list[list[Durable]]]:
+    """One process from `start` (nothing, for the first) to the end, with the states at each point if `watch`.
 
-    The process is number ``len(crashes) + 1``, as it is in the scenario `crashes`, and nothing of
-    its predecessors runs: they are in `start`.
+    At each point, the states a death there can leave: the one a crash leaves, or under a power cut
+    every one the disk allows, newest first. The process is number ``len(crashes) + 1``, as it is in
+    the scenario `crashes`, and nothing of its predecessors runs: they are in `start`.
     """
-    states: list[Durable] = []
+    states: list[list[Durable]] = []
     points = Recorder((), scenario_id(variant.slug, crashes), process=len(crashes))
     durable = store(points)
     if start is None:
-        world = World.new(job, points, variant.tracker_mode, desk=variant.desk, wrong_at=wrong_at)
+        world = World.new(job, points, variant.tracker_mode, desk=variant.desk, wrong_at=faults.wrong_at)
     else:
         world = start.restore(job, points, durable)
+    def snapshot() -> None:
+        if faults.power_cut:
+            left = world.state()
+            states.append([Durable(files, left) for _, files in durable.survivors()])
+        else:
+            states.append([Durable.of(world, durable)])
+
     if watch:
-        points.watch = lambda: states.append(Durable.of(world, durable))
+        points.watch = snapshot
     points.start_process()
-    try:
-        variant.loop(job, world, durable, points).run()
-        returned = True
-    except Crash:
-        returned = False
-    check_death(points, returned)
-    return ScenarioRun(variant, crashes, points, world, durable, check_finished(points, durable), start), states
+    returned, stuck = _life(variant.loop(job, world, durable, points))
+    check_death(points, returned, stuck)
+    final = None if stuck else check_finished(points, durable)
+    return ScenarioRun(variant, crashes, points, world, durable, final, start, stuck), states
 
 
 #: How one scenario's processes run, one after another over one world and store: `run_scenario`
@@ -354,6 +422,13 @@ class Branch:
     state: Durable | None  # shared: what the crash left
     traces: tuple[Trace, ...]  # replayed: what each process before the last retraces
     runner: ScenarioRunner = run_scenario  # replayed: how each scenario's processes run
+    faults: Faults = NO_FAULTS  # shared: what breaks besides
+    disks: tuple[int, ...] = ()  # shared, under a power cut: the disk state the crash left
+
+    @property
+    def choice(self) -> tuple[int, int]:
+        """The crash that begins the branch, as `Life.choices` holds it."""
+        return self.crashes[0], self.disks[0] if self.disks else 0
 
     def grow(self, store: StoreFactory, advance: Advance = _ignore, memo: dict | None = None) -> Life:
         """The branch's tree of lives; `memo` may be shared with other branches of the same variant."""
@@ -367,10 +442,12 @@ class Branch:
         if (known := memo.get(key)) is not None:
             advance(known.tally.scenarios)
             return known
-        run, states = live(self.variant, self.job, store, start, crashes, watch=len(crashes) < self.depth)
+        run, states = live(self.variant, self.job, store, start, crashes, len(crashes) < self.depth, self.faults)
         advance(1)
-        after = tuple(self._shared(state, (*crashes, j), store, advance, memo) for j, state in enumerate(states, start=1))
-        memo[key] = life = life_of(run, self.job, key[0], self.baseline_calls, after)
+        choices = choices_of(states, self.faults)
+        after = tuple(self._shared(states[j - 1][max(s, 1) - 1], (*crashes, j), store, advance, memo)
+                      for j, s in choices)
+        memo[key] = life = life_of(run, self.job, key[0], self.baseline_calls, after, choices)
         return life
 
     def _replayed(self, crashes: tuple[int, ...], traces: list[Trace], store: StoreFactory, advance: Advance) -> Life:
@@ -396,34 +473,43 @@ class Trunk:
 
     def join(self, lives: Sequence[Life]) -> VariantSweep:
         """The whole sweep, from each branch's tree in the order of its first crash."""
-        return VariantSweep(self.variant, life_of(self.run, self.job, b"", self.run.world.model.calls, tuple(lives)))
+        choices = tuple(b.choice for b in self.branches)
+        return VariantSweep(self.variant, life_of(self.run, self.job, b"", self.run.world.model.calls, tuple(lives),
+                                                  choices))
+
+
+def choices_of(states: list[list[Durable]], faults: Faults) -> tuple[tuple[int, int], ...]:
+    """The crashes a life's states allow: one per point, or under a power cut one per disk state."""
+    if not faults.power_cut:
+        return tuple((j, 0) for j in range(1, len(states) + 1))
+    return tuple((j, s) for j, left in enumerate(states, start=1) for s in range(1, len(left) + 1))
 
 
 def trunk(variant: Variant, job: Job, store: StoreFactory, depth: int = 2, share: bool = True,
-          runner: ScenarioRunner = run_scenario, wrong_at: int = 0) -> Trunk:
-    """The uninterrupted run, twice, to see that it repeats, and a branch per crash point it passed.
+          runner: ScenarioRunner = run_scenario, faults: Faults = NO_FAULTS) -> Trunk:
+    """The uninterrupted run, twice, to see that it repeats, and a branch per crash it allows.
 
     Shared, the second run snapshots the durable state at each point as it passes it; replayed,
     each branch will re-execute its crash from nothing, with `runner`. Only a process of this one
-    can be snapshotted, so sharing runs in process.
+    can be snapshotted, so sharing runs in process, and so does every fault but the crash.
     """
     if share and runner is not run_scenario:
         raise ValueError("a shared sweep runs in process: re-execute (share=False) to run scenarios otherwise")
-    if wrong_at and not share:
-        raise ValueError("a person's wrong answer is swept shared, in process")
-    if wrong_at:  # the K-th question answered wrong: the world says so, and every snapshot keeps it
-        first = run_scenario(variant, job, (), store, wrong_at)
-        run, states = live(variant, job, store, None, (), watch=True, wrong_at=wrong_at)
+    if faults != NO_FAULTS and not share:
+        raise ValueError("a fault beyond the crash is swept shared, in process")
+    if share:  # the faults are in the world (a wrong answer) and the store (its syncs): every snapshot keeps them
+        first = run_scenario(variant, job, (), store, faults)
+        run, states = live(variant, job, store, None, (), True, faults)
     else:
-        first = runner(variant, job, (), store)
-        run, states = live(variant, job, store, None, (), watch=True) if share else (runner(variant, job, (), store), [])
+        first, run, states = runner(variant, job, (), store), runner(variant, job, (), store), []
     check_retrace(run, 1, first.trace(1), "the first uninterrupted run")
     baseline, calls = run.trace(1), run.world.model.calls
-    points = range(1, len(baseline) + 1)
     if share:
-        branches = [Branch(variant, job, depth, calls, (i,), state, ()) for i, state in zip(points, states)]
+        branches = [Branch(variant, job, depth, calls, (i,), states[i - 1][max(s, 1) - 1], (), faults=faults,
+                           disks=(s,) if s else ()) for i, s in choices_of(states, faults)]
     else:
-        branches = [Branch(variant, job, depth, calls, (i,), None, (baseline,), runner) for i in points]
+        branches = [Branch(variant, job, depth, calls, (i,), None, (baseline,), runner)
+                    for i in range(1, len(baseline) + 1)]
     return Trunk(variant, job, run, branches)
 
 
@@ -442,6 +528,8 @@ class Row:
     asks: int
     calls_plus: int
     approvals: int
+    stuck: int = 0
+    orphans: int = 0
 
     @property
     def once(self) -> int:
@@ -500,48 +588,51 @@ class VariantSweep:
     def row(self) -> Row:
         t = self.tally
         return Row(self.variant.slug, self.variant.name, t.by_depth, self.distinct(), t.with_dups, t.dups,
-                   t.missing, t.wrong, t.asks, t.calls_plus, t.approvals)
+                   t.missing, t.wrong, t.asks, t.calls_plus, t.approvals, t.stuck, t.orphans)
 
     def scenarios(self) -> Iterator[ScenarioResult]:
         """Every scenario, in order: ``I``, then ``I:1``, its own scenarios below, ``I:2``, and so on."""
         slug = self.variant.slug
 
-        def walk(life: Life, crashes: tuple[int, ...], labels: tuple[str, ...], hits: int, saves: int):
-            for j, nxt in enumerate(life.after, start=1):
-                path, named = (*crashes, j), (*labels, life.labels[j - 1])
+        def walk(life: Life, crashes: tuple[int, ...], disks: tuple[int, ...], labels: tuple[str, ...], hits: int,
+                 saves: int):
+            for (j, d), nxt in zip(life.choices, life.after):
+                path, on, named = (*crashes, j), (*disks, d) if d else disks, (*labels, life.labels[j - 1])
                 h, s = hits + j, saves + life.saves_by[j - 1]
-                yield ScenarioResult(scenario_id(slug, path), slug, path, named, nxt.outcome, h + nxt.hits, s + nxt.saves)
-                yield from walk(nxt, path, named, h, s)
+                yield ScenarioResult(scenario_id(slug, path, disks=on), slug, path, named, nxt.outcome, h + nxt.hits,
+                                     s + nxt.saves, on)
+                yield from walk(nxt, path, on, named, h, s)
 
-        return walk(self.root, (), (), 0, 0)
+        return walk(self.root, (), (), (), 0, 0)
 
 
 def sweep_variant(variant: Variant, job: Job, store: StoreFactory, depth: int = 2, share: bool = True,
-                  advance: Advance = _ignore, runner: ScenarioRunner = run_scenario, wrong_at: int = 0) -> VariantSweep:
+                  advance: Advance = _ignore, runner: ScenarioRunner = run_scenario,
+                  faults: Faults = NO_FAULTS) -> VariantSweep:
     """Every scenario of up to `depth` crashes; `share=False` re-executes each (the oracle), with `runner`.
 
-    With `wrong_at`, the person answers the scenario's `wrong_at`-th question wrong (see `crashlab.faults`).
+    With `faults`, each scenario breaks more than the crash does (see `crashlab.faults`).
     """
-    stem, memo = trunk(variant, job, store, depth, share, runner, wrong_at), {}
+    stem, memo = trunk(variant, job, store, depth, share, runner, faults), {}
     return stem.join([branch.grow(store, advance, memo) for branch in stem.branches])
 
 
-def memory_stores() -> StoreFactory:
-    return MemoryStore
+def memory_stores(sync: str = "none") -> StoreFactory:
+    return lambda points: MemoryStore(points, sync)
 
 
 @contextmanager
-def stores(kind: str) -> Iterator[StoreFactory]:
-    """A factory of fresh stores of `kind` ("memory" or "files"), for as long as the block runs."""
+def stores(kind: str, sync: str = "none") -> Iterator[StoreFactory]:
+    """A factory of fresh stores of `kind` ("memory" or "files"), syncing as `sync` says, while the block runs."""
     if kind == "files":
-        with file_stores() as factory:
+        with file_stores(sync) as factory:
             yield factory
     else:
-        yield memory_stores()
+        yield memory_stores(sync)
 
 
 @contextmanager
-def file_stores(fsync: bool = False) -> Iterator[StoreFactory]:
+def file_stores(sync: str = "none") -> Iterator[StoreFactory]:
     """A factory of file stores, each in a fresh directory under one temporary root.
 
     The root is on the RAM-backed /dev/shm when the machine has one: the sweep measures the loop,
@@ -557,7 +648,7 @@ def file_stores(fsync: bool = False) -> Iterator[StoreFactory]:
         for directory in previous:
             shutil.rmtree(directory, ignore_errors=True)
         previous[:] = [tempfile.mkdtemp(dir=root)]
-        return FileStore(previous[0], points, fsync=fsync)
+        return FileStore(previous[0], points, sync)
 
     try:
         yield fresh

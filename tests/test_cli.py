@@ -32,8 +32,8 @@ def test_csv_has_a_header_and_one_row_per_variant(cli):
     code, out, _ = cli("sweep", "--variant", "keys", "--format", "csv")
     assert code == 0
     assert out.splitlines() == [
-        "variant,name,once,twice,distinct,with_dups,dups,missing,wrong,asks,calls_plus,scenarios",
-        "keys,+ idempotency keys,34,654,47,0,0,0,0,0,234,688",
+        "variant,name,once,twice,distinct,with_dups,dups,missing,wrong,asks,calls_plus,scenarios,stuck,orphans",
+        "keys,+ idempotency keys,34,654,47,0,0,0,0,0,234,688,0,0",
     ]
 
 
@@ -77,7 +77,7 @@ def test_the_agent_sweep_and_its_own_errors(cli):
     rows = json.loads(out)
     assert [r["variant"] for r in rows] == ["agent-keyed", "agent-lookup"]
     assert set(rows[0]) == {"variant", "name", "points", "twice", "scenarios", "by_depth", "distinct", "with_dups",
-                            "dups", "missing", "wrong", "asks", "approvals", "calls_plus"}
+                            "dups", "missing", "wrong", "asks", "approvals", "calls_plus", "stuck", "orphans"}
     code, _, err = cli("sweep", "--loop", "agent", "--tracker", "sometimes")
     assert code == 2 and "unknown tracker 'sometimes' (valid: all, keyed, keyless, lookup)" in err
     code, _, err = cli("sweep", "--job", "approval")

@@ -14,7 +14,7 @@ NEW = OLD.with_turn(TurnRecord.reply(1, (Call("A", "create_issue", {"title": "t"
 
 
 def stores(tmp_path, points):
-    return [MemoryStore(points), FileStore(tmp_path, points, fsync=False)]
+    return [MemoryStore(points), FileStore(tmp_path, points, sync="none")]
 
 
 @pytest.mark.parametrize("kind", [0, 1], ids=["memory", "files"])
@@ -69,7 +69,7 @@ def test_both_stores_round_trip_every_field(tmp_path, kind):
 def test_the_file_store_leaves_no_temp_file(tmp_path):
     points = Recorder()
     points.start_process()
-    store = FileStore(tmp_path, points, fsync=True)
+    store = FileStore(tmp_path, points, sync="full")
     store.save(EVERY_FIELD)
     assert store.load() == EVERY_FIELD and not store.temp.exists()
 

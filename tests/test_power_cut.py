@@ -1,0 +1,160 @@
+"""Power cuts: the disk keeps only what the store's syncs made durable, and the restart meets that.
+
+`--sync full` (the file store's default) leaves exactly what a process crash leaves, so the sweep is
+the crash sweep cell for cell. With less, a cut can take renamed checkpoints back to the last one on
+disk, or leave an empty or torn file: a restart cannot read that, and is stuck, never fresh.
+"""
+
+import json
+import os
+
+import pytest
+from hypothesis import given, settings
+
+from crashlab.checkpoint import Checkpoint
+from crashlab.disk import Disk
+from crashlab.faults import power_cuts
+from crashlab.points import Recorder
+from crashlab.store import FileStore, MemoryStore
+from crashlab.sweep import AGENTS, VARIANTS, Faults, memory_stores, run_scenario, sweep_variant
+
+from .strategies import jobs
+
+CUT = Faults(power_cut=True)
+
+
+def saved(disk: Disk, *versions: bytes) -> Disk:
+    for data in versions:
+        disk.save(data)
+        disk.rename()
+    return disk
+
+
+def test_the_disk_keeps_what_each_sync_made_durable():
+    full, file, none = (saved(Disk(sync, b"old"), b"v1", b"v2") for sync in ("full", "file", "none"))
+    assert [s.data for s in full.survivors()] == [b"v2"]
+    assert [s.data for s in file.survivors()] == [b"v2", b"v1", b"old"]  # renames in order, each one's data synced
+    assert [s.data for s in none.survivors()] == [b"v2", b"", b"v", b"v1", b"", b"v", b"old"]
+    assert none.survivors()[2].what == "the checkpoint of save 2, torn: half its data reached the disk"
+    assert [s.what for s in Disk("none").survivors()] == ["no checkpoint file"]
+
+
+def test_a_save_not_yet_renamed_leaves_the_old_checkpoint_whatever_the_syncs():
+    for sync in ("full", "file", "none"):
+        disk = Disk(sync, b"old")
+        disk.save(b"new")
+        assert [s.data for s in disk.survivors()] == [b"old"] and disk.current == b"old"
+
+
+@pytest.mark.parametrize("sync, syncs", [("none", 0), ("file", 1), ("full", 2)])
+def test_the_file_store_makes_the_syncs_it_names_and_models_what_they_keep(tmp_path, monkeypatch, sync, syncs):
+    calls = []
+    real = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (calls.append(fd), real(fd)))
+    points, memory_points = Recorder(), Recorder()
+    points.start_process(), memory_points.start_process()
+    store, memory = FileStore(tmp_path, points, sync), MemoryStore(memory_points, sync)
+    for turn in range(1, 3):
+        checkpoint = Checkpoint.new("run").with_answer(f"answer {turn}")
+        store.save(checkpoint), memory.save(checkpoint)
+    assert len(calls) == 2 * syncs
+    assert store.survivors() == memory.survivors() and store.files() == memory.files()
+
+
+def test_the_file_store_syncs_fully_unless_told_otherwise(tmp_path):
+    assert FileStore(tmp_path, Recorder()).disk.sync == "full"
+
+
+def test_a_restored_store_holds_exactly_what_it_was_given(tmp_path):
+    points = Recorder()
+    points.start_process()
+    store = FileStore(tmp_path, points, "none")
+    store.save(Checkpoint.new("run"))
+    store.restore(())
+    assert store.read() is None and store.files() == ()
+
+
+@pytest.mark.parametrize("slug", VARIANTS)
+def test_with_full_syncs_a_power_cut_is_a_process_crash(triage, slug):
+    cut = sweep_variant(VARIANTS[slug], triage, memory_stores("full"), faults=CUT)
+    crash = sweep_variant(VARIANTS[slug], triage, memory_stores("full"))
+    assert cut.row() == crash.row()
+    assert all(s.disks == (1,) * len(s.crashes) for s in cut.scenarios())
+
+
+@pytest.mark.parametrize("sync, depth", [("file", 1), ("none", 1),
+                                         pytest.param("file", 2, marks=pytest.mark.slow),
+                                         pytest.param("none", 2, marks=pytest.mark.slow)])
+def test_every_power_cut_scenario_is_what_re_executing_it_gives(triage, sync, depth):
+    """The oracle: the shared sweep's outcome of each scenario equals running that scenario from nothing."""
+    store = memory_stores(sync)
+    for slug in ("markers", "agent-keyed"):
+        baseline = run_scenario(VARIANTS[slug], triage, (), store).world.model.calls
+        scenarios = list(sweep_variant(VARIANTS[slug], triage, store, depth, faults=CUT).scenarios())
+        for s in scenarios[::max(len(scenarios) // 200, 1)]:
+            run = run_scenario(VARIANTS[slug], triage, s.crashes, store, CUT, s.disks)
+            assert (run.id, run.outcome(triage, baseline)) == (s.id, s.outcome)
+
+
+def test_a_lost_first_save_takes_the_run_id_and_so_the_keys_with_it(triage):
+    """Under --sync file the agent's first checkpoint (which holds its run ID) can vanish: fresh keys, duplicates."""
+    store = memory_stores("file")
+    dups = [s for s in sweep_variant(AGENTS["agent-keyed"], triage, store, depth=1, faults=CUT).scenarios()
+            if s.outcome.extra]
+    assert dups
+    for s in dups:
+        run = run_scenario(AGENTS["agent-keyed"], triage, s.crashes, store, CUT, s.disks)
+        assert run.on_disk == ("no checkpoint file",)
+        keys = [e.detail["key"] for e in run.points.events if e.kind == "request" and e.detail["call"] == "A"]
+        assert len(set(keys)) == len(keys) > 1
+
+
+def test_an_empty_or_torn_checkpoint_is_stuck_and_the_restart_does_nothing(triage):
+    store = memory_stores("none")
+    swept = sweep_variant(VARIANTS["keys-markers"], triage, store, depth=1, faults=CUT)
+    stuck = [s for s in swept.scenarios() if s.outcome.stuck]
+    assert stuck and swept.row().stuck == len(stuck)
+    for s in stuck:
+        run = run_scenario(VARIANTS["keys-markers"], triage, s.crashes, store, CUT, s.disks)
+        restart = [e for e in run.points.events if e.process == 2]
+        assert run.stuck and [e.kind for e in restart] == ["load"]
+        assert run.on_disk[0].endswith(("empty: its data never reached the disk",
+                                        "torn: half its data reached the disk"))
+        assert s.outcome.missing == () and s.outcome.stuck == 1
+
+
+@settings(max_examples=10, deadline=None)
+@given(jobs())
+def test_on_any_job_the_agent_comes_through_a_power_cut_under_full_syncs(job):
+    for slug, agent in AGENTS.items():
+        if agent.refuses(job) is None:
+            row = power_cuts(agent, job, memory_stores("full"), "full").record()
+            assert (row["dups"], row["missing"], row["stuck"], row["wrong"]) == (0, 0, 0, 0), slug
+
+
+def test_sweep_fault_power_cut_names_its_syncs_and_refuses_them_elsewhere(cli):
+    code, out, err = cli("sweep", "--fault", "power-cut", "--sync", "file", "--variant", "keys-markers,agent-keyed",
+                         "--depth", "1", "--format", "json")
+    rows = {row["variant"]: row for row in json.loads(out)}
+    assert code == 0 and rows["keys-markers"]["dups"] == 0 and rows["agent-keyed"]["dups"] > 0
+    assert rows["agent-keyed"]["setting"] == "sync file" and rows["agent-keyed"]["stuck"] == 0
+    for args in (["sweep", "--sync", "full"], ["sweep", "--fault", "wrong-answer", "--sync", "file"],
+                 ["explain", "keys:3", "--sync", "full"]):
+        code, out, err = cli(*args)
+        assert (code, out) == (2, "") and "it needs --fault power-cut" in err, args
+    code, out, err = cli("sweep", "--fault", "power-cut", "--sync", "sometimes")
+    assert code == 2 and "'sometimes' is not one of 'none', 'file', 'full'" in err
+
+
+def test_explain_tells_what_the_power_cut_left_on_the_disk(cli):
+    code, out, err = cli("explain", "agent-keyed:9~4", "--fault", "power-cut", "--sync", "file")
+    assert code == 0 and "the power cut left no checkpoint file" in out and "DUPLICATED" in out
+    code, out, err = cli("explain", "keys-markers:2~3", "--fault", "power-cut")
+    assert code == 0 and "torn: half its data reached the disk" in out and "STUCK" in out
+    for bad, problem in (("keys:3", "every crash names the disk state"), ("keys:3~0", "counted from 1"),
+                         ("keys:3~9", "leaves 4 disk states (~1 to ~4) under --sync none"),
+                         ("keys:3~1:2", "every crash names the disk state"), ("keys:3~1:999~1", "no point 999")):
+        code, out, err = cli("explain", bad, "--fault", "power-cut")
+        assert (code, out) == (2, "") and problem in err, bad
+    code, out, err = cli("explain", "keys:3~1:2~1")
+    assert code == 2 and "use --fault power-cut" in err
