@@ -31,6 +31,9 @@ CRASHLAB = [sys.executable, "-m", "crashlab"]
 SPIN = [sys.executable, "-c", "x = 0\nfor i in range(10_000_000): x += i"]
 
 
+EVERY_VARIANT = "per-turn,after-reply,keys,markers,keys-markers,agent-keyed,agent-keyless,agent-lookup"
+
+
 def measure(args: list[str], repeat: int) -> tuple[float, int, str]:
     """Median wall seconds, peak RSS in MiB (the largest of the runs) and the last run's stdout."""
     times, peak, out = [], 0, ""
@@ -124,6 +127,12 @@ def main() -> None:
             seconds, peak, scenarios = sweep("--tracker", "keyed", "--job", job, *one, repeat=r)
             print(f"| {changing} | {scenarios:,} | {seconds:.2f} | {peak} |")
 
+
+    print("\n## each fault's sweep (--fault), the five designs and the agent's loop, depth 2, in process")
+    for fault in (["wrong-answer"], *(["power-cut", "--sync", sync] for sync in ("full", "file", "none"))):
+        seconds, peak, rows = sweep_rows("--variant", EVERY_VARIANT, "--fault", *fault, repeat=args.repeat)
+        print(f"{' '.join(fault)}: {sum(row['scenarios'] for row in rows):,} scenarios in {seconds:.2f} s, "
+              f"peak {peak} MiB")
 
     depth = "1" if args.quick else "2"
     print(f"\n## every process killed for real (--kill), the five designs, depth {depth}")
