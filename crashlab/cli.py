@@ -149,6 +149,11 @@ sync_option = click.option(
          "the directory after it too (the file store's default, and what `crashlab run` does).")
 
 
+def check_sync(fault: str, sync: str | None) -> None:
+    if sync is not None and fault != "power-cut":
+        raise Failure(f"--sync says what a power cut finds on the disk: it needs --fault power-cut, not {fault}")
+
+
 def variant_options(command):
     """--loop, --variant and --tracker: one vocabulary of variants, shared by every command that sweeps."""
     command = click.option(
@@ -247,8 +252,7 @@ def sweep(job_spec: str, loop: str | None, variant: str | None, tracker: str | N
         raise Failure("--kill needs --store files: a memory store cannot outlive a real death")
     if loop in FRAMEWORKS:
         return sweep_framework(loop, job_spec, variant or tracker, kill, depth, fmt, listing, golden or out, workers)
-    if sync is not None and fault != "power-cut":
-        raise Failure(f"--sync says what a power cut finds on the disk: it needs --fault power-cut, not {fault}")
+    check_sync(fault, sync)
     if fault != "crash":
         given = [name for name, on in (("--kill", kill), ("--no-share", replay), ("--check", golden), ("--out", out),
                                        ("--scheduler", scheduler), ("--store", store)) if on]
@@ -487,8 +491,7 @@ def explain(scenario: str, job_spec: str, fmt: str, fault: str, sync: str | None
     loop = next((loop for loop in FRAMEWORKS if scenario.startswith(f"{loop}-")), None)
     if loop is not None:
         return explain_framework(loop, scenario, open_job(job_spec), fmt)
-    if sync is not None and fault != "power-cut":
-        raise Failure(f"--sync says what a power cut finds on the disk: it needs --fault power-cut, not {fault}")
+    check_sync(fault, sync)
     try:
         explaining.parse_scenario_id(scenario, fault)
     except explaining.ScenarioError as error:

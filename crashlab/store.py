@@ -50,6 +50,11 @@ def _files(data: bytes | None) -> Files:
     return () if data is None else ((CHECKPOINT, data),)
 
 
+def _survivors(disk: Disk) -> list[tuple[Survivor, Files]]:
+    """What a power cut can leave of a store over `disk`, as the files a restart finds."""
+    return [(s, _files(s.data)) for s in disk.survivors()]
+
+
 class MemoryStore:
     """A store without a disk: it keeps the bytes a file would hold, in a model of the page cache.
 
@@ -84,7 +89,7 @@ class MemoryStore:
         self.disk = Disk(self.disk.sync, dict(files).get(CHECKPOINT))
 
     def survivors(self) -> list[tuple[Survivor, Files]]:
-        return [(s, _files(s.data)) for s in self.disk.survivors()]
+        return _survivors(self.disk)
 
 
 class FileStore:
@@ -150,4 +155,4 @@ class FileStore:
         self.disk = Disk(self.disk.sync, self._bytes())
 
     def survivors(self) -> list[tuple[Survivor, Files]]:
-        return [(s, _files(s.data)) for s in self.disk.survivors()]
+        return _survivors(self.disk)

@@ -384,6 +384,7 @@ def live(variant: Variant, job: Job, store: StoreFactory, start: Durable | None,
         world = World.new(job, points, variant.tracker_mode, desk=variant.desk, wrong_at=faults.wrong_at)
     else:
         world = start.restore(job, points, durable)
+
     def snapshot() -> None:
         if faults.power_cut:
             left = world.state()
@@ -423,12 +424,12 @@ class Branch:
     traces: tuple[Trace, ...]  # replayed: what each process before the last retraces
     runner: ScenarioRunner = run_scenario  # replayed: how each scenario's processes run
     faults: Faults = NO_FAULTS  # shared: what breaks besides
-    disks: tuple[int, ...] = ()  # shared, under a power cut: the disk state the crash left
+    disk: int = 0  # shared, under a power cut: the disk state the crash left
 
     @property
     def choice(self) -> tuple[int, int]:
         """The crash that begins the branch, as `Life.choices` holds it."""
-        return self.crashes[0], self.disks[0] if self.disks else 0
+        return self.crashes[0], self.disk
 
     def grow(self, store: StoreFactory, advance: Advance = _ignore, memo: dict | None = None) -> Life:
         """The branch's tree of lives; `memo` may be shared with other branches of the same variant."""
@@ -444,9 +445,9 @@ class Branch:
             return known
         run, states = live(self.variant, self.job, store, start, crashes, len(crashes) < self.depth, self.faults)
         advance(1)
-        choices = choices_of(states, self.faults)
-        after = tuple(self._shared(states[j - 1][max(s, 1) - 1], (*crashes, j), store, advance, memo)
-                      for j, s in choices)
+        crashed = deaths(states, self.faults)
+        after = tuple(self._shared(left, (*crashes, j), store, advance, memo) for (j, _), left in crashed)
+        choices = tuple(choice for choice, _ in crashed)
         memo[key] = life = life_of(run, self.job, key[0], self.baseline_calls, after, choices)
         return life
 
@@ -478,11 +479,11 @@ class Trunk:
                                                   choices))
 
 
-def choices_of(states: list[list[Durable]], faults: Faults) -> tuple[tuple[int, int], ...]:
-    """The crashes a life's states allow: one per point, or under a power cut one per disk state."""
-    if not faults.power_cut:
-        return tuple((j, 0) for j in range(1, len(states) + 1))
-    return tuple((j, s) for j, left in enumerate(states, start=1) for s in range(1, len(left) + 1))
+def deaths(states: list[list[Durable]], faults: Faults) -> list[tuple[tuple[int, int], Durable]]:
+    """The crashes a life's states allow, each as its `Life.choices` entry and what it left: one per
+    point, or under a power cut one per disk state (numbered from 1)."""
+    return [((j, s if faults.power_cut else 0), state) for j, left in enumerate(states, start=1)
+            for s, state in enumerate(left, start=1)]
 
 
 def trunk(variant: Variant, job: Job, store: StoreFactory, depth: int = 2, share: bool = True,
@@ -505,8 +506,8 @@ def trunk(variant: Variant, job: Job, store: StoreFactory, depth: int = 2, share
     check_retrace(run, 1, first.trace(1), "the first uninterrupted run")
     baseline, calls = run.trace(1), run.world.model.calls
     if share:
-        branches = [Branch(variant, job, depth, calls, (i,), states[i - 1][max(s, 1) - 1], (), faults=faults,
-                           disks=(s,) if s else ()) for i, s in choices_of(states, faults)]
+        branches = [Branch(variant, job, depth, calls, (i,), left, (), faults=faults, disk=s)
+                    for (i, s), left in deaths(states, faults)]
     else:
         branches = [Branch(variant, job, depth, calls, (i,), None, (baseline,), runner)
                     for i in range(1, len(baseline) + 1)]
