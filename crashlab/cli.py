@@ -18,7 +18,7 @@ from . import report
 from . import run as running
 from .designs import DESIGNS
 from .disk import SYNCS
-from .faults import FAULTS, power_cuts, wrong_answers
+from .faults import FAULTS, power_cuts, reused_run_ids, wrong_answers
 from .job import Job, JobError, find_job, shipped_jobs, shown
 from .parallel import default_workers
 from .points import HarnessError
@@ -224,7 +224,8 @@ def cli(ctx: click.Context) -> None:
               help="Send the work to this running Dask scheduler instead (needs crashlab[dask]); same output.")
 @click.option("--fault", type=click.Choice(list(FAULTS)), default="crash", show_default=True,
               help="What breaks, beyond the loop's process (see `crashlab faults`): power-cut takes every disk state "
-                   "a cut allows, wrong-answer each question to the person answered wrong.")
+                   "a cut allows, wrong-answer each question to the person answered wrong, reused-run-id runs "
+                   "the job once more, after a run under the same run ID.")
 @sync_option
 @click.option("--kill", is_flag=True,
               help="Make every process of every scenario a real OS process, forked from this one, that SIGKILLs "
@@ -322,8 +323,12 @@ def sweep_fault(fault: str, sync: str, variants: list[Variant], job: Job, job_sp
     """`sweep --fault SLUG`: the fault's scenarios, one row per variant, or the list of those that `listing` picks."""
     check_handles(job, variants)
     store = memory_stores(sync)
-    swept = [power_cuts(v, job, store, sync, depth) if fault == "power-cut" else wrong_answers(v, job, store, depth)
-             for v in variants]
+    sweeps = {
+        "power-cut": lambda v: power_cuts(v, job, store, sync, depth),
+        "wrong-answer": lambda v: wrong_answers(v, job, store, depth),
+        "reused-run-id": lambda v: reused_run_ids(v, job, store, depth),
+    }
+    swept = [sweeps[fault](v) for v in variants]
     if listing is not None:
         options = f" --fault {fault}" + (f" --sync {sync}" if fault == "power-cut" else "")
         return echo_listing((r for s in swept for r in s.scenarios()), listing, job_spec, fmt, options)
@@ -477,7 +482,8 @@ def point_lines(rows: list[dict], width: int) -> list[str]:
 @job_option
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--fault", type=click.Choice(list(FAULTS)), default="crash", show_default=True,
-              help="The fault the scenario was swept under: power-cut IDs carry a disk state per crash, I~S.")
+              help="The fault the scenario was swept under: power-cut IDs carry a disk state per crash, I~S; "
+                   "wrong-answer IDs a final ~K; reused-run-id IDs are the crash sweep's.")
 @sync_option
 def explain(scenario: str, job_spec: str, fmt: str, fault: str, sync: str | None) -> None:
     """Tell the story of one SCENARIO, process by process, and its verdict.

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from .checkpoint import Checkpoint, CheckpointError
@@ -77,6 +77,9 @@ def parse_scenario_id(text: str, fault: str = "crash") -> ScenarioId:
         return ScenarioId(variant.slug, tuple(map(int, numbers)), disks=tuple(choices))
     if any(choices[:-1]):
         raise ScenarioError(f"scenario {shown(text)}: only a power cut's crashes each carry ~S; use --fault power-cut")
+    if choices[-1] and fault not in ("crash", "wrong-answer"):
+        raise ScenarioError(f"scenario {shown(text)}: a final ~K is the question answered wrong, and --fault {fault} "
+                            "answers none wrong; use --fault wrong-answer")
     return ScenarioId(variant.slug, tuple(map(int, numbers)), choices[-1] or 0)
 
 
@@ -95,7 +98,8 @@ def find_scenario(scenario_id: str, job: Job, fault: str = "crash", sync: str = 
     variant, store = VARIANTS[parsed.slug], memory_stores(sync)
     if reason := variant.refuses(job):
         raise ScenarioError(reason)
-    crashes, faults, disks = parsed.crashes, parsed.faults, parsed.disks
+    crashes, disks = parsed.crashes, parsed.disks
+    faults = replace(parsed.faults, reused_run_id=fault == "reused-run-id")
     try:
         return _checked(variant, job, crashes, store, faults, disks)
     except NoSuchDiskState as error:
@@ -254,11 +258,14 @@ def why(run: ScenarioRun, job: Job) -> list[str]:
 
 def verdict(run: ScenarioRun, job: Job, baseline_calls: int) -> dict[str, Any]:
     outcome = run.outcome(job, baseline_calls)
+    earlier = run.world.tracker.records[: run.world.earlier]
     return {
-        "tracker": [describe(r) for r in run.world.tracker.records],
+        "earlier": [describe(r) for r in earlier],
+        "tracker": [describe(r) for r in run.world.tracker.records[len(earlier):]],
         "expected": [c.id for c in job.changing_calls],
         "duplicates": outcome.dups,
         "missing": list(outcome.missing),
+        "wrong": list(outcome.wrong),
         "asks": outcome.asks,
         "approvals": outcome.approvals,
         "calls_plus": outcome.calls_plus,
@@ -298,6 +305,8 @@ def story(run: ScenarioRun, job: Job) -> dict[str, Any]:
 def render(told: dict[str, Any]) -> str:
     """The story for a terminal: process by process, the crash marked, the verdict last."""
     out = [f"scenario {told['id']}: {told['name']}, job {told['job']}"]
+    if earlier := told["verdict"]["earlier"]:
+        out.append(f"  before it, an earlier run of the job, under the run ID it starts with, made {', '.join(earlier)}")
     for crash in told["crashes"]:
         out.append(f"  process {crash['process']} crashes at its point {crash['index']} ({crash['label']}, {crash['where']})")
     for process in told["processes"]:
@@ -311,10 +320,13 @@ def render(told: dict[str, Any]) -> str:
     out += [
         "",
         "verdict",
+        *([f"  earlier run:   {', '.join(v['earlier'])}, not counted"] if v["earlier"] else []),
         f"  tracker holds: {', '.join(v['tracker']) or 'nothing'}",
         f"  expected:      {', '.join(v['expected']) or 'nothing'}, once each",
         f"  duplicates:    {dups + ' (DUPLICATED)' if dups else 'none'}",
         f"  missing:       {', '.join(v['missing']) or 'none'}",
+        *([f"  wrong:         {', '.join(v['wrong'])} (the saved result names a record the call did not make)"]
+          if v["wrong"] else []),
         *([f"  stuck:         {v['stuck']}"] if v["stuck"] else []),
         f"  asks: {v['asks']}   approvals: {v['approvals']}   extra model calls: {v['calls_plus']}",
         *(f"  why: {text}" for text in v["why"]),

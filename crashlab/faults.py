@@ -15,6 +15,12 @@ the crash scenario's with ``~K``: ``markers:12~1`` answers the first question wr
 allows, newest first, as scenarios of their own: ``keys-markers:12~2`` is the second state a cut at
 point 12 allows (``~1`` is always what a process crash leaves). A restart that finds an empty or torn
 file cannot read it: the scenario is `stuck` (the loop refuses it, never starting afresh silently).
+
+`reused-run-id`: before the scenario, an earlier run of the same job (yesterday's triage) ran to the
+end under the run ID this one starts with, and the scripted model repeats its call IDs, so a loop
+that reuses the run ID sends yesterday's keys. A keyed tracker answers them from yesterday's records:
+today's effects are missing while the loop believes them done (and counts them `wrong`). The agent's
+loop draws a fresh run ID per run. IDs are the crash sweep's; only today's records are counted.
 """
 
 from __future__ import annotations
@@ -44,6 +50,9 @@ FAULTS: dict[str, Fault] = {f.slug: f for f in (
     Fault("wrong-answer", "the person answers one 'did it happen?' question wrong: 'no' when it did, 'yes, #N' when "
                           "it did not",
           "for each question a crash scenario asks, that scenario with that one answer wrong (ID SLUG:I:J~K)"),
+    Fault("reused-run-id", "the run starts with the run ID of an earlier run of the same job, which already ran "
+                           "to the end with the same call IDs: a reused run ID makes the earlier run's keys",
+          "every crash scenario, after the earlier run (IDs as the crash sweep's); only this run's records count"),
 )}
 
 
@@ -88,7 +97,17 @@ def wrong_answers(variant: Variant, job: Job, store: StoreFactory, depth: int = 
 
 def power_cuts(variant: Variant, job: Job, store: StoreFactory, sync: str, depth: int = 2) -> FaultSweep:
     """Every scenario of up to `depth` power cuts, each leaving one of the disk states `store`'s syncs allow."""
+    return _swept(variant, job, store, depth, "power-cut", f"sync {sync}", Faults(power_cut=True))
+
+
+def reused_run_ids(variant: Variant, job: Job, store: StoreFactory, depth: int = 2) -> FaultSweep:
+    """Every crash scenario of up to `depth` crashes, run after an earlier run that had the same run ID."""
+    return _swept(variant, job, store, depth, "reused-run-id", "", Faults(reused_run_id=True))
+
+
+def _swept(variant: Variant, job: Job, store: StoreFactory, depth: int, fault: str, setting: str,
+           faults: Faults) -> FaultSweep:
+    """The sweep under `faults`, whose scenarios are the crash sweep's or grow out of them one choice at a time."""
     crash = sweep_variant(variant, job, store, depth)
-    cut = sweep_variant(variant, job, store, depth, faults=Faults(power_cut=True))
-    return FaultSweep(variant.slug, variant.name, "power-cut", f"sync {sync}", crash.tally.scenarios, cut.tally,
-                      cut.scenarios)
+    under = sweep_variant(variant, job, store, depth, faults=faults)
+    return FaultSweep(variant.slug, variant.name, fault, setting, crash.tally.scenarios, under.tally, under.scenarios)

@@ -101,7 +101,7 @@ class Recorder:
         self.passed = 0
         self.where = START
         self.dead = None
-        self._target = self.crash_at[self.process - 1] if self.process <= len(self.crash_at) else 0
+        self._target = self.crash_at[self.process - 1] if 1 <= self.process <= len(self.crash_at) else 0
 
     def at(self, turn: int, call: Any = None) -> None:
         """Tell the recorder where the loop is now; events are placed there until it moves."""

@@ -278,6 +278,7 @@ class SqlitePerson(Person):
         self.tracker = tracker
         self.approves = approves
         self.wrong_at = 0  # an honest person: the fault `wrong-answer` runs in process only
+        self.earlier = 0  # one run per world: the fault `reused-run-id` runs in process only
 
 
 class SqliteModel(Model):

@@ -63,6 +63,7 @@ class Faults:
 
     wrong_at: int = 0  # the person's question (1-based, over the scenario) answered wrong; 0 for none
     power_cut: bool = False  # each death is a power cut: the disk keeps only what the store's syncs made durable
+    reused_run_id: bool = False  # an earlier run of the job, under the same run ID, has already run to the end
 
 
 NO_FAULTS = Faults()
@@ -126,7 +127,7 @@ class ScenarioRun:
         refused = {cid for turn in final.turns for cid, ok in turn.approvals.items() if not ok} if final else set()
         dups, missing, wrong = {}, [], []
         for call in job.changing_calls:
-            made = self.world.tracker.made_by(call.id)
+            made = self.world.made_by(call.id)
             if len(made) > 1:
                 dups[call.id] = len(made) - 1
             elif not made and call.id not in refused and final:
@@ -134,7 +135,7 @@ class ScenarioRun:
             if final and not self._meant(call, made, results, call.id in refused):
                 wrong.append(call.id)
         person, meant = self.world.person, {call.id for turn in job.turns for call in turn.calls}
-        orphans = sum(1 for r in self.world.tracker.records if r.call not in meant)
+        orphans = sum(1 for r in self.world.tracker.records[self.world.earlier:] if r.call not in meant)
         calls_plus = self.world.model.calls - baseline_calls  # negative only for a stuck run, which stopped short
         return Outcome(dups, tuple(missing), person.asks, max(calls_plus, 0), person.approvals, tuple(wrong),
                        int(final is None), orphans)
@@ -149,7 +150,7 @@ class ScenarioRun:
         if call.tool == "comment":
             ref = call.ref
             intended = (
-                {r.number for r in self.world.tracker.made_by(ref) if r.kind == "issue"} if ref else {call.args["issue"]}
+                {r.number for r in self.world.made_by(ref) if r.kind == "issue"} if ref else {call.args["issue"]}
             )
             ok = ok and all(r.issue in intended for r in made)
         return ok
@@ -169,7 +170,7 @@ def run_scenario(variant: Variant, job: Job, crashes: tuple[int, ...], store: St
     if faults.power_cut and len(disks) != len(crashes):
         raise ValueError("a power-cut scenario names a disk state for every crash")
     points = Recorder(crashes, scenario_id(variant.slug, crashes, faults.wrong_at, disks))
-    world = World.new(job, points, variant.tracker_mode, desk=variant.desk, wrong_at=faults.wrong_at)
+    world = new_world(variant, job, store, points, faults)
     durable = store(points)
     start, stuck, on_disk = None, None, []
     for k in range(len(crashes) + 1):
@@ -184,6 +185,25 @@ def run_scenario(variant: Variant, job: Job, crashes: tuple[int, ...], store: St
         start = Durable.of(world, durable)
     final = None if stuck else check_finished(points, durable)
     return ScenarioRun(variant, crashes, points, world, durable, final, start, stuck, disks, tuple(on_disk))
+
+
+def new_world(variant: Variant, job: Job, store: StoreFactory, points: Recorder, faults: Faults) -> World:
+    """The world a scenario's first process meets: a fresh one, or under `reused-run-id` the one an
+    earlier run of the same job left, with the same run ID (which the agent's loop does not reuse).
+
+    The earlier run is process 0, uninterrupted, with a store of its own: only its records remain,
+    and the person knows them for an earlier run's. The questions, model calls and server deaths
+    that count are this run's.
+    """
+    if not faults.reused_run_id:
+        return World.new(job, points, variant.tracker_mode, desk=variant.desk, wrong_at=faults.wrong_at)
+    before = Recorder((), f"{points.scenario}, the earlier run", process=-1)
+    world = World.new(job, before, variant.tracker_mode, desk=variant.desk)
+    before.start_process()
+    variant.loop(job, world, store(before), before).run()
+    left = replace(world.state(), asks=0, approvals=0, model_calls=0, servers_died=(),
+                   earlier=len(world.tracker.records))
+    return World.restore(left, job, points)
 
 
 def _life(loop: Any) -> tuple[bool, str | None]:
@@ -379,11 +399,9 @@ def live(variant: Variant, job: Job, store: StoreFactory, start: Durable | None,
     """
     states: list[list[Durable]] = []
     points = Recorder((), scenario_id(variant.slug, crashes), process=len(crashes))
+    world = new_world(variant, job, store, points, faults) if start is None else None
     durable = store(points)
-    if start is None:
-        world = World.new(job, points, variant.tracker_mode, desk=variant.desk, wrong_at=faults.wrong_at)
-    else:
-        world = start.restore(job, points, durable)
+    world = world or start.restore(job, points, durable)
 
     def snapshot() -> None:
         if faults.power_cut:

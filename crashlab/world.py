@@ -147,6 +147,7 @@ class Person:
         self.tracker = tracker
         self.approves = approves
         self.wrong_at = wrong_at  # the question (1-based, over the scenario) answered wrong; 0 for none
+        self.earlier = 0  # records an earlier run left, which the person knows are not this run's
         self.asks = 0
         self.approvals = 0
 
@@ -158,7 +159,7 @@ class Person:
         """
         self.points.guard("a question put to the person")
         self.asks += 1
-        made = self.tracker.made_by(call.id)
+        made = [r for r in self.tracker.records[self.earlier:] if r.call == call.id]
         answer = made[0].number if made else None
         wrong = self.asks == self.wrong_at
         if wrong:
@@ -270,6 +271,7 @@ class WorldState:
     model_calls: int
     servers_died: tuple[str, ...]
     wrong_at: int = 0  # the person's question answered wrong (the fault `wrong-answer`), 0 for none
+    earlier: int = 0  # the records an earlier run of the job left (the fault `reused-run-id`)
 
 
 @dataclass
@@ -280,6 +282,15 @@ class World:
     model: Model
     #: Calls whose tool server has already died once after the tracker accepted them.
     servers_died: MutableSet[str] = field(default_factory=set)
+
+    @property
+    def earlier(self) -> int:
+        """How many of the tracker's records an earlier run of the job left: none but under `reused-run-id`."""
+        return self.person.earlier
+
+    def made_by(self, call_id: str) -> list[Record]:
+        """The records this run's call made, not counting an earlier run's: what the verdict counts."""
+        return [r for r in self.tracker.records[self.earlier:] if r.call == call_id]
 
     @classmethod
     def new(
@@ -305,6 +316,7 @@ class World:
             model_calls=self.model.calls,
             servers_died=tuple(sorted(self.servers_died)),
             wrong_at=self.person.wrong_at,
+            earlier=self.earlier,
         )
 
     @classmethod
@@ -316,7 +328,7 @@ class World:
         tracker._issues = sum(1 for r in state.records if r.kind == "issue")
         tracker._comments = len(state.records) - tracker._issues
         tracker._by_key = dict(state.keys)
-        world.person.asks, world.person.approvals = state.asks, state.approvals
+        world.person.asks, world.person.approvals, world.person.earlier = state.asks, state.approvals, state.earlier
         world.desk._pending.update(state.pending)
         world.desk._decided.update(state.decided)
         world.model.calls = state.model_calls

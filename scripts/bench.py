@@ -129,7 +129,8 @@ def main() -> None:
 
 
     print("\n## each fault's sweep (--fault), the five designs and the agent's loop, depth 2, in process")
-    for fault in (["wrong-answer"], *(["power-cut", "--sync", sync] for sync in ("full", "file", "none"))):
+    cuts = (["power-cut", "--sync", sync] for sync in ("full", "file", "none"))
+    for fault in (["wrong-answer"], ["reused-run-id"], *cuts):
         seconds, peak, rows = sweep_rows("--variant", EVERY_VARIANT, "--fault", *fault, repeat=args.repeat)
         print(f"{' '.join(fault)}: {sum(row['scenarios'] for row in rows):,} scenarios in {seconds:.2f} s, "
               f"peak {peak} MiB")
