@@ -6,10 +6,11 @@ Four rules make it safe to kill at any instant:
    out, and a restart sees which calls already have results.
 2. Send ``key(run, call)`` with every changing request. The run ID is fresh for every new run and
    lives in the checkpoint, so a resumed run keeps its own and every retry carries the same key.
-3. Save an attempt marker just before every changing request.
+3. Save an attempt marker, with the time it was written, just before every changing request.
 4. On restart, a marker with no result means the outcome is unknown. Settle it on the resolution
-   ladder: run it again if a repeat is harmless; else ask the receiver whether it happened; only
-   then ask the person. The rung is saved before the loop acts on it.
+   ladder: run it again if a repeat is harmless (a keyed repeat only while the receiver still holds
+   the key: the marker is younger than the key retention the tool declares); else ask the receiver
+   whether it happened; only then ask the person. The rung is saved before the loop acts on it.
 
 Two harder situations are handled by the same rules: a tool whose server dies after the tracker
 accepted the request (a `TransportError`: the outcome is unknown, so it goes to the ladder, neither
@@ -38,14 +39,19 @@ LOOKUP = "lookup"  # ask the receiver whether the keyed request happened
 ASK = "ask"  # ask the person
 
 
-def ladder(tool: ToolSpec) -> tuple[str, str]:
-    """The first rung that can settle an unknown outcome of a call to `tool`, and why."""
+def ladder(tool: ToolSpec, age: float = 0.0) -> tuple[str, str]:
+    """The first rung that can settle an unknown outcome of a call to `tool`, attempted `age` hours ago, and why."""
     if tool.read_only:
         return RERUN, "the tool only reads: a repeat is harmless"
     if tool.idempotent:
         return RERUN, "the tool is idempotent: a repeat is harmless"
-    if tool.honours_keys:
-        return RERUN, "the request was keyed and the receiver honours keys: a repeat changes nothing"
+    if tool.honours_keys and (tool.key_retention is None or age < tool.key_retention):
+        return RERUN, "the request was keyed and the receiver still holds the key: a repeat changes nothing"
+    if tool.honours_keys:  # the key is older than the receiver keeps keys
+        expired = f"the key may have expired (the marker is {age:g} h old, keys are kept {tool.key_retention:g} h)"
+        if tool.supports_lookup:
+            return LOOKUP, f"{expired}, but the receiver can say whether the keyed request happened"
+        return ASK, f"{expired} and the receiver cannot be asked: only the person can tell"
     if tool.supports_lookup:
         return LOOKUP, "the receiver can say whether the keyed request happened"
     return ASK, "no key is honoured and the receiver cannot be asked: only the person can tell"
@@ -95,7 +101,7 @@ class AgentLoop(Loop):
             self.settle(call)  # rule 4: a marker with no result, the outcome is unknown
         else:
             if call.changes:
-                self.checkpoint = self.checkpoint.with_marker(call.id)
+                self.checkpoint = self.checkpoint.with_marker(call.id, self.world.clock.hours)
                 self.save()  # rule 3: the attempt is on disk before the request leaves
                 self.points.hit("marker-saved")
             self.send_and_save(call)
@@ -112,15 +118,20 @@ class AgentLoop(Loop):
         return decision
 
     def settle(self, call: Call) -> None:
-        """The resolution ladder: find out what became of a call whose outcome is unknown."""
-        rung = self.checkpoint.turns[-1].decisions.get(call.id)
-        if rung is None:
-            rung, why = ladder(self.tools[call.tool])
+        """The resolution ladder: find out what became of a call whose outcome is unknown.
+
+        A saved rung stands, but for a rerun whose key the receiver may no longer hold: the marker
+        has aged past the retention since, and the call goes down the ladder.
+        """
+        saved = self.checkpoint.turns[-1].decisions.get(call.id)
+        rung, why = ladder(self.tools[call.tool], self.marker_age(call))
+        if saved is None or (saved == RERUN and rung != RERUN):
             self.points.note("decision", rung, call=call.id, why=why)
             self.checkpoint = self.checkpoint.with_decision(call.id, rung)
             self.save()  # the rung is durable before the loop acts on it
             self.points.hit("decision-saved")
         else:
+            rung = saved
             self.points.note("decision", rung, call=call.id, why="resumed from the checkpoint")
         found = None
         if rung == LOOKUP:
@@ -131,6 +142,11 @@ class AgentLoop(Loop):
             self.save_result(call, found)  # it happened: keep its answer, do not send it again
         else:
             self.send_and_save(call)
+
+    def marker_age(self, call: Call) -> float:
+        """Hours since the call's attempt marker was written: at least the age of its key at the receiver."""
+        now = self.world.clock.hours
+        return now - self.checkpoint.turns[-1].markers.get(call.id, now)
 
     def send_and_save(self, call: Call) -> None:
         try:

@@ -16,8 +16,9 @@ import msgspec
 
 from .job import Call
 
-#: Bumped whenever the JSON layout changes; a newer file is refused, never half-read.
-FORMAT = 1
+#: Bumped whenever the JSON layout changes; a file of another format is refused, never half-read.
+#: Format 2 gave each attempt marker the hour it was written (format 1 kept only the call IDs).
+FORMAT = 2
 
 #: The rungs of the resolution ladder a saved decision may name (see crashlab.agent).
 Rung = Literal["rerun", "lookup", "ask"]
@@ -38,8 +39,9 @@ class TurnRecord(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     number: Annotated[int, msgspec.Meta(ge=1)]
     calls: tuple[Call, ...]
     results: dict[str, Result]
-    #: Attempt markers: the call was about to go out. A marker with no result is an unknown outcome.
-    markers: tuple[str, ...]
+    #: Attempt markers: the call was about to go out, at this hour of the world's clock. A marker with
+    #: no result is an unknown outcome; its age says whether the receiver can still hold the key.
+    markers: dict[str, Annotated[float, msgspec.Meta(ge=0)]]
     #: Each marker's settlement on the resolution ladder, saved before the loop acts on it.
     decisions: dict[str, Rung]
     #: The person's approval decisions for gated calls, so a restart never asks for one twice.
@@ -49,7 +51,7 @@ class TurnRecord(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     @classmethod
     def reply(cls, number: int, calls: tuple[Call, ...]) -> TurnRecord:
         """A turn as the model's reply opens it: its calls, and nothing done yet."""
-        return cls(number, calls, {}, (), {}, {}, False)
+        return cls(number, calls, {}, {}, {}, {}, False)
 
     def pending(self) -> list[Call]:
         return [call for call in self.calls if call.id not in self.results]
@@ -94,9 +96,10 @@ class Checkpoint(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         last = msgspec.structs.replace(self.turns[-1], **change)
         return msgspec.structs.replace(self, turns=self.turns[:-1] + (last,))
 
-    def with_marker(self, call_id: str) -> Checkpoint:
+    def with_marker(self, call_id: str, hours: float) -> Checkpoint:
+        """The marker of an attempt about to go out at `hours`; a call's first marker is the one kept."""
         markers = self.turns[-1].markers
-        return self._last(markers=markers if call_id in markers else markers + (call_id,))
+        return self._last(markers=markers if call_id in markers else {**markers, call_id: hours})
 
     def with_result(self, call_id: str, result: Any) -> Checkpoint:
         return self._last(results={**self.turns[-1].results, call_id: result})
@@ -187,6 +190,9 @@ def _why_unreadable(data: bytes | str, error: msgspec.DecodeError | None) -> str
         return f"corrupt or truncated checkpoint: {problem}"
     if version > FORMAT:
         return f"checkpoint format {version} is newer than this crashlab reads ({FORMAT})"
+    if version == 1:
+        return (f"checkpoint format 1 is an older crashlab's, whose markers carry no time (this one reads {FORMAT}): "
+                "finish that run with the crashlab that started it")
     if version < 1 or error is None:
         return f"checkpoint format {version} is not one this crashlab wrote"
     return f"checkpoint is missing or mangles a field: {error}"

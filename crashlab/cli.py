@@ -18,7 +18,7 @@ from . import report
 from . import run as running
 from .designs import DESIGNS
 from .disk import SYNCS
-from .faults import FAULTS, power_cuts, reused_run_ids, wrong_answers
+from .faults import FAULTS, expired_keys, power_cuts, reused_run_ids, wrong_answers
 from .job import Job, JobError, find_job, shipped_jobs, shown
 from .parallel import default_workers
 from .points import HarnessError
@@ -225,7 +225,8 @@ def cli(ctx: click.Context) -> None:
 @click.option("--fault", type=click.Choice(list(FAULTS)), default="crash", show_default=True,
               help="What breaks, beyond the loop's process (see `crashlab faults`): power-cut takes every disk state "
                    "a cut allows, wrong-answer each question to the person answered wrong, reused-run-id runs "
-                   "the job once more, after a run under the same run ID.")
+                   "the job once more, after a run under the same run ID, expired-key restarts each death "
+                   "after 1 h and after 48 h.")
 @sync_option
 @click.option("--kill", is_flag=True,
               help="Make every process of every scenario a real OS process, forked from this one, that SIGKILLs "
@@ -327,6 +328,7 @@ def sweep_fault(fault: str, sync: str, variants: list[Variant], job: Job, job_sp
         "power-cut": lambda v: power_cuts(v, job, store, sync, depth),
         "wrong-answer": lambda v: wrong_answers(v, job, store, depth),
         "reused-run-id": lambda v: reused_run_ids(v, job, store, depth),
+        "expired-key": lambda v: expired_keys(v, job, store, depth),
     }
     swept = [sweeps[fault](v) for v in variants]
     if listing is not None:
@@ -482,8 +484,9 @@ def point_lines(rows: list[dict], width: int) -> list[str]:
 @job_option
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--fault", type=click.Choice(list(FAULTS)), default="crash", show_default=True,
-              help="The fault the scenario was swept under: power-cut IDs carry a disk state per crash, I~S; "
-                   "wrong-answer IDs a final ~K; reused-run-id IDs are the crash sweep's.")
+              help="The fault the scenario was swept under: power-cut IDs carry a disk state per crash, I~S, "
+                   "and expired-key IDs a downtime; wrong-answer IDs a final ~K; reused-run-id IDs are the "
+                   "crash sweep's.")
 @sync_option
 def explain(scenario: str, job_spec: str, fmt: str, fault: str, sync: str | None) -> None:
     """Tell the story of one SCENARIO, process by process, and its verdict.

@@ -118,7 +118,7 @@ class DesignLoop(Loop):
                     self.save_result(call, answer)
                     return
         elif self.design.writes_markers and call.changes:
-            self.checkpoint = self.checkpoint.with_marker(call.id)
+            self.checkpoint = self.checkpoint.with_marker(call.id, self.world.clock.hours)
             self.save()
             self.points.hit("marker-saved")
         self.save_result(call, self.make_call(call, self.checkpoint.results()))

@@ -10,15 +10,16 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from .checkpoint import Checkpoint, CheckpointError
+from .faults import CHOOSING, faults_of
 from .job import Job, shown
 from .points import Event
-from .sweep import VARIANTS, Faults, NoSuchDiskState, ScenarioRun, StoreFactory, Variant, memory_stores, run_scenario
+from .sweep import VARIANTS, Faults, NoSuchChoice, ScenarioRun, StoreFactory, Variant, memory_stores, run_scenario
 from .sweep import scenario_id as id_of  # find_scenario's argument is the ID itself
-from .world import Record
+from .world import KEY_RETENTION, Record
 
 #: A scenario ID: a variant's slug, then one 1-based crash point per process that crashes, each
 #: after a colon, in ASCII digits. The crashes are one repeated group, so IDs with more crashes
@@ -43,18 +44,15 @@ class ScenarioId:
     slug: str
     crashes: tuple[int, ...]
     wrong_at: int = 0  # the fault wrong-answer: the question answered wrong (a final ``~K``)
-    disks: tuple[int, ...] = ()  # the fault power-cut: the disk state each crash left (``I~S``)
-
-    @property
-    def faults(self) -> Faults:
-        return Faults(self.wrong_at, bool(self.disks))
+    choices: tuple[int, ...] = ()  # a fault that chooses: the state each crash left (``I~S``)
 
 
 def parse_scenario_id(text: str, fault: str = "crash") -> ScenarioId:
     """Parse `text` as a whole (`fullmatch`: no trailing newline, ASCII digits only).
 
-    Under `fault` power-cut every crash carries its disk state, ``I~S``; otherwise a final ``~K`` is
-    the question answered wrong (wrong-answer's IDs, which explain tells under any other fault too).
+    Under a fault that chooses (power-cut, expired-key) every crash carries its choice, ``I~S``;
+    otherwise a final ``~K`` is the question answered wrong (wrong-answer's IDs, which explain tells
+    under the crash fault too).
     """
     match = SCENARIO_ID.fullmatch(text)
     if not match:
@@ -70,13 +68,14 @@ def parse_scenario_id(text: str, fault: str = "crash") -> ScenarioId:
             raise ScenarioError(f"{variant.slug}: crash point {shown(number)} is out of range for any job")
     if 0 in choices:
         raise ScenarioError(f"scenario {shown(text)}: a ~ choice is counted from 1 (~1, ~2, ...)")
-    if fault == "power-cut":
+    if fault in CHOOSING:
         if None in choices:
-            raise ScenarioError(f"scenario {shown(text)}: under --fault power-cut every crash names the disk state "
-                                "it left, I~S (e.g. keys-markers:12~2, keys-markers:12~1:3~2)")
-        return ScenarioId(variant.slug, tuple(map(int, numbers)), disks=tuple(choices))
+            raise ScenarioError(f"scenario {shown(text)}: under --fault {fault} every crash names {CHOOSING[fault]}, "
+                                "I~S (e.g. keys-markers:12~2, keys-markers:12~1:3~2)")
+        return ScenarioId(variant.slug, tuple(map(int, numbers)), choices=tuple(choices))
     if any(choices[:-1]):
-        raise ScenarioError(f"scenario {shown(text)}: only a power cut's crashes each carry ~S; use --fault power-cut")
+        raise ScenarioError(f"scenario {shown(text)}: only the crashes of a fault that chooses each carry ~S; "
+                            f"use --fault {' or --fault '.join(CHOOSING)}")
     if choices[-1] and fault not in ("crash", "wrong-answer"):
         raise ScenarioError(f"scenario {shown(text)}: a final ~K is the question answered wrong, and --fault {fault} "
                             "answers none wrong; use --fault wrong-answer")
@@ -94,30 +93,30 @@ def find_scenario(scenario_id: str, job: Job, fault: str = "crash", sync: str = 
 
     A power cut's scenario runs on a store that syncs as `sync` says.
     """
+    chosen = f" under --sync {sync}" if fault == "power-cut" else ""
     parsed = parse_scenario_id(scenario_id, fault)
     variant, store = VARIANTS[parsed.slug], memory_stores(sync)
     if reason := variant.refuses(job):
         raise ScenarioError(reason)
-    crashes, disks = parsed.crashes, parsed.disks
-    faults = replace(parsed.faults, reused_run_id=fault == "reused-run-id")
+    crashes, choices = parsed.crashes, parsed.choices
     try:
-        return _checked(variant, job, crashes, store, faults, disks)
-    except NoSuchDiskState as error:
-        raise ScenarioError(f"{error} under --sync {sync}") from None
+        return _checked(variant, job, crashes, store, faults_of(fault, parsed.wrong_at), choices)
+    except NoSuchChoice as error:
+        raise ScenarioError(f"{error}{chosen}") from None
 
 
 def _checked(variant: Variant, job: Job, crashes: tuple[int, ...], store: StoreFactory, faults: Faults,
-             disks: tuple[int, ...]) -> ScenarioRun:
+             choices: tuple[int, ...]) -> ScenarioRun:
     wrong_at = faults.wrong_at
     for k, point in enumerate(crashes):
-        reached = run_scenario(variant, job, crashes[:k], store, faults, disks[:k]).passed(k + 1)
+        reached = run_scenario(variant, job, crashes[:k], store, faults, choices[:k]).passed(k + 1)
         if not 1 <= point <= reached:
             if k == 0:
                 raise ScenarioError(f"{variant.slug} passes crash points 1..{reached} on job {job.name}: no point {point}")
             valid = f"points 1..{reached}" if reached else "no points (the run was already finished)"
-            before = id_of(variant.slug, crashes[:k], disks=disks[:k])
+            before = id_of(variant.slug, crashes[:k], choices=choices[:k])
             raise ScenarioError(f"the restart of {before} on job {job.name} reaches {valid}: no point {point}")
-    run = run_scenario(variant, job, crashes, store, faults, disks)
+    run = run_scenario(variant, job, crashes, store, faults, choices)
     if run.world.person.asks < wrong_at:
         asked = id_of(variant.slug, crashes)
         raise ScenarioError(f"{asked} on job {job.name} asks the person {run.world.person.asks} question(s), "
@@ -198,6 +197,9 @@ def note(event: Event) -> str:
         if event.label == "search":
             return f"search {d['call']} → issues {d['answer']} (read only)"
         sent = f"key {d['key'][:12]}…" if d["key"] else "no key"
+        if d["applied"] and d.get("forgot"):
+            return (f"{event.label} {d['call']} ({sent}): the tracker has FORGOTTEN the key "
+                    f"(kept {KEY_RETENTION:g} h), APPLIES it again, #{d['answer']}")
         if d["applied"]:
             return f"{event.label} {d['call']} ({sent}): the tracker APPLIES it, #{d['answer']}"
         return f"{event.label} {d['call']} ({sent}): the tracker knows the key, answers #{d['answer']}, changes nothing"
@@ -286,8 +288,8 @@ def story(run: ScenarioRun, job: Job) -> dict[str, Any]:
             told.append(f"      STUCK: it cannot read its checkpoint, and will not start afresh: {run.stuck}")
         elif found is not None and Checkpoint.from_json(found).finished:
             told.append("      the run is finished: the process exits at once")
-        left = run.on_disk[process - 2] if 2 <= process <= len(run.on_disk) + 1 else None
-        processes.append({"process": process, "found": summary(found), "power_cut_left": left, "events": told})
+        left = run.left[process - 2] if 2 <= process <= len(run.left) + 1 else None
+        processes.append({"process": process, "found": summary(found), "left": left, "events": told})
     return {
         "id": run.id,
         "variant": run.variant.slug,
@@ -312,8 +314,8 @@ def render(told: dict[str, Any]) -> str:
     for process in told["processes"]:
         role = "first run" if process["process"] == 1 else "restart"
         out += ["", f"── process {process['process']} ({role}) found on disk: {process['found']}"]
-        if process["power_cut_left"]:
-            out.append(f"      the power cut left {process['power_cut_left']}")
+        if process["left"]:
+            out.append(f"      {process['left']}")
         out += process["events"]
     v = told["verdict"]
     dups = ", ".join(f"{call} ×{extra + 1}" for call, extra in v["duplicates"].items())

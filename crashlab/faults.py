@@ -21,6 +21,13 @@ end under the run ID this one starts with, and the scripted model repeats its ca
 that reuses the run ID sends yesterday's keys. A keyed tracker answers them from yesterday's records:
 today's effects are missing while the loop believes them done (and counts them `wrong`). The agent's
 loop draws a fresh run ID per run. IDs are the crash sweep's; only today's records are counted.
+
+`expired-key`: the world has a clock, and a keyed tracker honours a key for 24 hours after it applied
+it (`world.KEY_RETENTION`, Stripe's), then applies a repeat again; its records keep their keys, so a
+lookup still finds them. A process takes no time; a restart comes a downtime after its death, and
+each death is followed by each of the `DOWNTIMES`, a scenario each: ``keys-markers:12~2`` restarts
+two days after a crash at point 12. A rerun after the key expired duplicates, unless the loop sees
+that its marker is older than the key retention its tool declares and goes down the ladder.
 """
 
 from __future__ import annotations
@@ -30,6 +37,18 @@ from dataclasses import dataclass, replace
 
 from .job import Job
 from .sweep import Faults, ScenarioResult, StoreFactory, Tally, Variant, sweep_variant
+
+#: The downtimes before a restart under expired-key, in hours: ~1 an hour, well within the 24 a
+#: keyed tracker keeps a key (`world.KEY_RETENTION`); ~2 two days, past it.
+DOWNTIMES = (1.0, 48.0)
+#: The faults whose every death leaves one of several states, and what an ID's ``I~S`` then names.
+CHOOSING = {"power-cut": "the disk state it left", "expired-key": "the downtime before its restart (~1 1 h, ~2 48 h)"}
+
+
+def faults_of(fault: str, wrong_at: int = 0) -> Faults:
+    """What breaks in a scenario swept under `fault`; under wrong-answer, the `wrong_at`-th answer."""
+    return Faults(wrong_at, power_cut=fault == "power-cut", reused_run_id=fault == "reused-run-id",
+                  downtimes=DOWNTIMES if fault == "expired-key" else ())
 
 
 @dataclass(frozen=True)
@@ -53,6 +72,9 @@ FAULTS: dict[str, Fault] = {f.slug: f for f in (
     Fault("reused-run-id", "the run starts with the run ID of an earlier run of the same job, which already ran "
                            "to the end with the same call IDs: a reused run ID makes the earlier run's keys",
           "every crash scenario, after the earlier run (IDs as the crash sweep's); only this run's records count"),
+    Fault("expired-key", "a restart comes after a downtime, and a keyed tracker forgets a key 24 h after it applied "
+                         "it: a keyed repeat after that is applied again",
+          "for each crash point, one scenario per downtime before the restart (ID SLUG:I~S:J~T, ~1 1 h, ~2 48 h)"),
 )}
 
 
@@ -87,7 +109,7 @@ def wrong_answers(variant: Variant, job: Job, store: StoreFactory, depth: int = 
     crash = sweep_variant(variant, job, store, depth)
     found: list[ScenarioResult] = []
     for k in range(1, max((s.outcome.asks for s in crash.scenarios()), default=0) + 1):
-        for s in sweep_variant(variant, job, store, depth, faults=Faults(wrong_at=k)).scenarios():
+        for s in sweep_variant(variant, job, store, depth, faults=faults_of("wrong-answer", k)).scenarios():
             if s.outcome.asks >= k:  # the K-th question was put, and answered wrong
                 found.append(replace(s, id=f"{s.id}~{k}"))
     found.sort(key=lambda s: (s.crashes, s.id))
@@ -97,17 +119,21 @@ def wrong_answers(variant: Variant, job: Job, store: StoreFactory, depth: int = 
 
 def power_cuts(variant: Variant, job: Job, store: StoreFactory, sync: str, depth: int = 2) -> FaultSweep:
     """Every scenario of up to `depth` power cuts, each leaving one of the disk states `store`'s syncs allow."""
-    return _swept(variant, job, store, depth, "power-cut", f"sync {sync}", Faults(power_cut=True))
+    return _swept(variant, job, store, depth, "power-cut", f"sync {sync}")
 
 
 def reused_run_ids(variant: Variant, job: Job, store: StoreFactory, depth: int = 2) -> FaultSweep:
     """Every crash scenario of up to `depth` crashes, run after an earlier run that had the same run ID."""
-    return _swept(variant, job, store, depth, "reused-run-id", "", Faults(reused_run_id=True))
+    return _swept(variant, job, store, depth, "reused-run-id", "")
 
 
-def _swept(variant: Variant, job: Job, store: StoreFactory, depth: int, fault: str, setting: str,
-           faults: Faults) -> FaultSweep:
-    """The sweep under `faults`, whose scenarios are the crash sweep's or grow out of them one choice at a time."""
+def expired_keys(variant: Variant, job: Job, store: StoreFactory, depth: int = 2) -> FaultSweep:
+    """Every scenario of up to `depth` crashes, each restart after one of the `DOWNTIMES`."""
+    return _swept(variant, job, store, depth, "expired-key", "downtime " + " or ".join(f"{h:g} h" for h in DOWNTIMES))
+
+
+def _swept(variant: Variant, job: Job, store: StoreFactory, depth: int, fault: str, setting: str) -> FaultSweep:
+    """The sweep under `fault`, whose scenarios are the crash sweep's or grow out of them one choice at a time."""
     crash = sweep_variant(variant, job, store, depth)
-    under = sweep_variant(variant, job, store, depth, faults=faults)
+    under = sweep_variant(variant, job, store, depth, faults=faults_of(fault))
     return FaultSweep(variant.slug, variant.name, fault, setting, crash.tally.scenarios, under.tally, under.scenarios)

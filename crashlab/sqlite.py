@@ -173,7 +173,8 @@ class SqliteTracker:
                     sql.execute("INSERT OR IGNORE INTO keys (key, number) VALUES (?, ?)", (key, number))
             else:
                 (number,) = known
-        self.points.note("request", call.tool, call=call.id, key=key, applied=known is None, answer=number)
+        self.points.note("request", call.tool, call=call.id, key=key, applied=known is None, answer=number,
+                         forgot=False)
         self.points.hit("accepted")
         return number
 
@@ -191,6 +192,10 @@ class SqliteTracker:
 
     def keys(self) -> dict[str, int]:
         return self.db.keys()
+
+    def key_times(self) -> dict[str, float]:
+        """A world in a database keeps no clock: its keys were all made at hour 0, and never expire."""
+        return dict.fromkeys(self.db.keys(), 0.0)
 
 
 class DurableSet(MutableSet[str]):

@@ -64,15 +64,21 @@ class Faults:
     wrong_at: int = 0  # the person's question (1-based, over the scenario) answered wrong; 0 for none
     power_cut: bool = False  # each death is a power cut: the disk keeps only what the store's syncs made durable
     reused_run_id: bool = False  # an earlier run of the job, under the same run ID, has already run to the end
+    downtimes: tuple[float, ...] = ()  # the hours a restart may come after its death: each a scenario of its own
+
+    @property
+    def chooses(self) -> bool:
+        """Whether each death leaves one of several states, each a scenario of its own (``I~S`` in its ID)."""
+        return self.power_cut or bool(self.downtimes)
 
 
 NO_FAULTS = Faults()
 
 
-def scenario_id(slug: str, crashes: tuple[int, ...], wrong_at: int = 0, disks: tuple[int, ...] = ()) -> str:
-    """``SLUG:I:J``; a fault's choice extends it: ``I~S``, the S-th disk state a power cut at I allows,
-    and a final ``~K``, the K-th question answered wrong."""
-    parts = [f"{i}~{d}" for i, d in zip(crashes, disks)] if disks else map(str, crashes)
+def scenario_id(slug: str, crashes: tuple[int, ...], wrong_at: int = 0, choices: tuple[int, ...] = ()) -> str:
+    """``SLUG:I:J``; a fault's choice extends it: ``I~S``, the S-th state a death at I allows (a power
+    cut's disk state, a restart's downtime), and a final ``~K``, the K-th question answered wrong."""
+    parts = [f"{i}~{d}" for i, d in zip(crashes, choices)] if choices else map(str, crashes)
     return ":".join([slug, *parts]) + (f"~{wrong_at}" if wrong_at else "")
 
 
@@ -106,12 +112,12 @@ class ScenarioRun:
     final: Checkpoint | None  # what the store held when the last process finished; None if it was stuck
     start: Durable | None = None  # what the last crash left: where the last process started
     stuck: str | None = None  # why the last process could not start: its checkpoint unreadable
-    disks: tuple[int, ...] = ()  # power cuts: which disk state each death left, 1 the newest
-    on_disk: tuple[str, ...] = ()  # power cuts: what each state was
+    choices: tuple[int, ...] = ()  # a fault that chooses: which state each death left, from 1
+    left: tuple[str, ...] = ()  # what each of those states was, as people read it
 
     @property
     def id(self) -> str:
-        return scenario_id(self.variant.slug, self.crashes, self.world.person.wrong_at, self.disks)
+        return scenario_id(self.variant.slug, self.crashes, self.world.person.wrong_at, self.choices)
 
     def passed(self, process: int) -> int:
         """How many crash points process `process` (1-based) passed, the crash point included."""
@@ -156,23 +162,24 @@ class ScenarioRun:
         return ok
 
 
-class NoSuchDiskState(ValueError):
-    """A power-cut scenario names a disk state that its death does not allow."""
+class NoSuchChoice(ValueError):
+    """A scenario names a state (a disk state, a downtime) that its death does not allow."""
 
 
 def run_scenario(variant: Variant, job: Job, crashes: tuple[int, ...], store: StoreFactory,
-                 faults: Faults = NO_FAULTS, disks: tuple[int, ...] = ()) -> ScenarioRun:
+                 faults: Faults = NO_FAULTS, choices: tuple[int, ...] = ()) -> ScenarioRun:
     """Run processes over one fresh world and store until one finishes the job, and check the run.
 
     Process k dies at its ``crashes[k-1]``-th point; the process after the last crash runs to the end.
-    Under a power cut, the k-th death leaves the ``disks[k-1]``-th state its disk allows.
+    Under a fault that chooses, the k-th death leaves the ``choices[k-1]``-th state the fault allows:
+    the disk state a power cut leaves, or the downtime before the restart.
     """
-    if faults.power_cut and len(disks) != len(crashes):
-        raise ValueError("a power-cut scenario names a disk state for every crash")
-    points = Recorder(crashes, scenario_id(variant.slug, crashes, faults.wrong_at, disks))
+    if faults.chooses and len(choices) != len(crashes):
+        raise ValueError("a scenario under a fault that chooses names a choice for every crash")
+    points = Recorder(crashes, scenario_id(variant.slug, crashes, faults.wrong_at, choices))
     world = new_world(variant, job, store, points, faults)
     durable = store(points)
-    start, stuck, on_disk = None, None, []
+    start, stuck, left = None, None, []
     for k in range(len(crashes) + 1):
         points.start_process()
         returned, stuck = _life(variant.loop(job, world, durable, points))
@@ -180,11 +187,15 @@ def run_scenario(variant: Variant, job: Job, crashes: tuple[int, ...], store: St
         if points.dead is None:
             break
         if faults.power_cut:
-            durable, what = _power_cut(durable, store(points), disks[k], points)
-            on_disk.append(what)
+            durable, what = _power_cut(durable, store(points), choices[k], points)
+            left.append(f"the power cut left {what}")
         start = Durable.of(world, durable)
+        if faults.downtimes:
+            world.clock.hours += _chosen(faults.downtimes, choices[k], points)
+            left.append(f"it starts {world.clock.hours - start.world.hours:g} h after the death: "
+                        f"the world's clock reads {world.clock.hours:g} h")
     final = None if stuck else check_finished(points, durable)
-    return ScenarioRun(variant, crashes, points, world, durable, final, start, stuck, disks, tuple(on_disk))
+    return ScenarioRun(variant, crashes, points, world, durable, final, start, stuck, choices, tuple(left))
 
 
 def new_world(variant: Variant, job: Job, store: StoreFactory, points: Recorder, faults: Faults) -> World:
@@ -219,13 +230,17 @@ def _life(loop: Any) -> tuple[bool, str | None]:
 
 def _power_cut(old: Store, new: Store, state: int, points: Recorder) -> tuple[Store, str]:
     """The store a restart after a power cut finds: the `state`-th of those `old`'s disk allows."""
-    survivors = old.survivors()
-    if not 1 <= state <= len(survivors):
-        raise NoSuchDiskState(f"{points.scenario}: the power cut at process {points.process}'s point "
-                              f"{points.dead.index} leaves {len(survivors)} disk states (~1 to ~{len(survivors)})")
-    what, files = survivors[state - 1]
+    what, files = _chosen(old.survivors(), state, points, "disk states")
     new.restore(files)
     return new, what.what
+
+
+def _chosen(allowed: Sequence[Any], choice: int, points: Recorder, what: str = "downtimes") -> Any:
+    """The `choice`-th (from 1) of the states the death of `points`' process allows."""
+    if not 1 <= choice <= len(allowed):
+        raise NoSuchChoice(f"{points.scenario}: the death at process {points.process}'s point {points.dead.index} "
+                           f"leaves {len(allowed)} {what} (~1 to ~{len(allowed)})")
+    return allowed[choice - 1]
 
 
 def check_death(points: Recorder, returned: bool, stuck: str | None = None) -> None:
@@ -291,7 +306,7 @@ class ScenarioResult:
     outcome: Outcome
     hits: int  # crash points passed, over all processes
     saves: int  # checkpoint saves begun, over all processes
-    disks: tuple[int, ...] = ()  # power cuts: the disk state each crash left
+    choices: tuple[int, ...] = ()  # power cuts: the disk state each crash left
 
 
 @dataclass(frozen=True)
@@ -345,10 +360,10 @@ class Life:
     """One process's life, from the state its predecessor's death left to the finished run.
 
     A life is also a scenario: the one whose crashes led to it, and which ends when it finishes.
-    `after[c]` is the life that follows its crash `choices[c]`, a crash at its j-th point that left
-    its s-th disk state (``(j, 0)``, one state, but for a power cut), for as long as the sweep's depth
-    allows: the sweep is a tree of lives, rooted in the uninterrupted run. When equal states share
-    one life, the tree is a DAG; every path through it is still a scenario of its own.
+    `after[c]` is the life that follows its crash `forks[c]`, a crash at its j-th point that left
+    the s-th state its fault allows (``(j, 0)``, one state, but for a fault that chooses), for as long
+    as the sweep's depth allows: the sweep is a tree of lives, rooted in the uninterrupted run. When
+    equal states share one life, the tree is a DAG; every path through it is still a scenario of its own.
     """
 
     state: bytes  # the fingerprint of the durable state it started from; b"" for the first process
@@ -357,14 +372,14 @@ class Life:
     saves: int  # saves it began
     labels: tuple[str, ...]  # its crash points, in order
     saves_by: tuple[int, ...]  # saves begun up to each of its points, that point's own included
-    choices: tuple[tuple[int, int], ...]  # (point, disk state) of each crash that `after` follows
+    forks: tuple[tuple[int, int], ...]  # (point, choice) of each crash that `after` follows
     after: tuple[Life, ...]
     below: Tally  # every scenario that crashes this life, and the lives after it
     tally: Tally  # this life's own scenario, and every one below it
 
 
 def life_of(run: ScenarioRun, job: Job, state: bytes, baseline_calls: int, after: tuple[Life, ...],
-            choices: tuple[tuple[int, int], ...] | None = None) -> Life:
+            forks: tuple[tuple[int, int], ...] | None = None) -> Life:
     """The last process of `run`, as a life, with the lives its crashes (by default, at point 1, 2, ...) lead to."""
     process, labels, saves_by, saves = run.points.process, [], [], 0
     for e in run.points.events:
@@ -375,11 +390,11 @@ def life_of(run: ScenarioRun, job: Job, state: bytes, baseline_calls: int, after
         elif e.kind == "point":
             labels.append(e.label)
             saves_by.append(saves)
-    choices = tuple((j, 0) for j in range(1, len(after) + 1)) if choices is None else choices
-    below = sum((life.tally.behind(j, saves_by[j - 1]) for (j, _), life in zip(choices, after)), Tally())
+    forks = tuple((j, 0) for j in range(1, len(after) + 1)) if forks is None else forks
+    below = sum((life.tally.behind(j, saves_by[j - 1]) for (j, _), life in zip(forks, after)), Tally())
     outcome = run.outcome(job, baseline_calls)
     tally = Tally.of(outcome, len(labels), saves) + below
-    return Life(state, outcome, len(labels), saves, tuple(labels), tuple(saves_by), choices, after, below, tally)
+    return Life(state, outcome, len(labels), saves, tuple(labels), tuple(saves_by), forks, after, below, tally)
 
 
 Advance = Callable[[int], None]
@@ -393,9 +408,10 @@ def live(variant: Variant, job: Job, store: StoreFactory, start: Durable | None,
          watch: bool, faults: Faults = NO_FAULTS) -> tuple[ScenarioRun, list[list[Durable]]]:
     """One process from `start` (nothing, for the first) to the end, with the states at each point if `watch`.
 
-    At each point, the states a death there can leave: the one a crash leaves, or under a power cut
-    every one the disk allows, newest first. The process is number ``len(crashes) + 1``, as it is in
-    the scenario `crashes`, and nothing of its predecessors runs: they are in `start`.
+    At each point, the states a death there can leave: the one a crash leaves, under a power cut
+    every one the disk allows, newest first, and under `downtimes` the world after each downtime.
+    The process is number ``len(crashes) + 1``, as it is in the scenario `crashes`, and nothing of
+    its predecessors runs: they are in `start`.
     """
     states: list[list[Durable]] = []
     points = Recorder((), scenario_id(variant.slug, crashes), process=len(crashes))
@@ -407,6 +423,9 @@ def live(variant: Variant, job: Job, store: StoreFactory, start: Durable | None,
         if faults.power_cut:
             left = world.state()
             states.append([Durable(files, left) for _, files in durable.survivors()])
+        elif faults.downtimes:
+            files, now = durable.files(), world.state()
+            states.append([Durable(files, replace(now, hours=now.hours + h)) for h in faults.downtimes])
         else:
             states.append([Durable.of(world, durable)])
 
@@ -442,12 +461,12 @@ class Branch:
     traces: tuple[Trace, ...]  # replayed: what each process before the last retraces
     runner: ScenarioRunner = run_scenario  # replayed: how each scenario's processes run
     faults: Faults = NO_FAULTS  # shared: what breaks besides
-    disk: int = 0  # shared, under a power cut: the disk state the crash left
+    choice: int = 0  # shared, under a fault that chooses: which of the states it allows the crash left
 
     @property
-    def choice(self) -> tuple[int, int]:
-        """The crash that begins the branch, as `Life.choices` holds it."""
-        return self.crashes[0], self.disk
+    def fork(self) -> tuple[int, int]:
+        """The crash that begins the branch, as `Life.forks` holds it."""
+        return self.crashes[0], self.choice
 
     def grow(self, store: StoreFactory, advance: Advance = _ignore, memo: dict | None = None) -> Life:
         """The branch's tree of lives; `memo` may be shared with other branches of the same variant."""
@@ -465,8 +484,8 @@ class Branch:
         advance(1)
         crashed = deaths(states, self.faults)
         after = tuple(self._shared(left, (*crashes, j), store, advance, memo) for (j, _), left in crashed)
-        choices = tuple(choice for choice, _ in crashed)
-        memo[key] = life = life_of(run, self.job, key[0], self.baseline_calls, after, choices)
+        forks = tuple(fork for fork, _ in crashed)
+        memo[key] = life = life_of(run, self.job, key[0], self.baseline_calls, after, forks)
         return life
 
     def _replayed(self, crashes: tuple[int, ...], traces: list[Trace], store: StoreFactory, advance: Advance) -> Life:
@@ -492,15 +511,15 @@ class Trunk:
 
     def join(self, lives: Sequence[Life]) -> VariantSweep:
         """The whole sweep, from each branch's tree in the order of its first crash."""
-        choices = tuple(b.choice for b in self.branches)
+        forks = tuple(b.fork for b in self.branches)
         return VariantSweep(self.variant, life_of(self.run, self.job, b"", self.run.world.model.calls, tuple(lives),
-                                                  choices))
+                                                  forks))
 
 
 def deaths(states: list[list[Durable]], faults: Faults) -> list[tuple[tuple[int, int], Durable]]:
-    """The crashes a life's states allow, each as its `Life.choices` entry and what it left: one per
-    point, or under a power cut one per disk state (numbered from 1)."""
-    return [((j, s if faults.power_cut else 0), state) for j, left in enumerate(states, start=1)
+    """The crashes a life's states allow, each as its `Life.forks` entry and what it left: one per
+    point, or under a fault that chooses one per state it allows (numbered from 1)."""
+    return [((j, s if faults.chooses else 0), state) for j, left in enumerate(states, start=1)
             for s, state in enumerate(left, start=1)]
 
 
@@ -524,7 +543,7 @@ def trunk(variant: Variant, job: Job, store: StoreFactory, depth: int = 2, share
     check_retrace(run, 1, first.trace(1), "the first uninterrupted run")
     baseline, calls = run.trace(1), run.world.model.calls
     if share:
-        branches = [Branch(variant, job, depth, calls, (i,), left, (), faults=faults, disk=s)
+        branches = [Branch(variant, job, depth, calls, (i,), left, (), faults=faults, choice=s)
                     for (i, s), left in deaths(states, faults)]
     else:
         branches = [Branch(variant, job, depth, calls, (i,), None, (baseline,), runner)
@@ -613,12 +632,12 @@ class VariantSweep:
         """Every scenario, in order: ``I``, then ``I:1``, its own scenarios below, ``I:2``, and so on."""
         slug = self.variant.slug
 
-        def walk(life: Life, crashes: tuple[int, ...], disks: tuple[int, ...], labels: tuple[str, ...], hits: int,
+        def walk(life: Life, crashes: tuple[int, ...], choices: tuple[int, ...], labels: tuple[str, ...], hits: int,
                  saves: int):
-            for (j, d), nxt in zip(life.choices, life.after):
-                path, on, named = (*crashes, j), (*disks, d) if d else disks, (*labels, life.labels[j - 1])
+            for (j, d), nxt in zip(life.forks, life.after):
+                path, on, named = (*crashes, j), (*choices, d) if d else choices, (*labels, life.labels[j - 1])
                 h, s = hits + j, saves + life.saves_by[j - 1]
-                yield ScenarioResult(scenario_id(slug, path, disks=on), slug, path, named, nxt.outcome, h + nxt.hits,
+                yield ScenarioResult(scenario_id(slug, path, choices=on), slug, path, named, nxt.outcome, h + nxt.hits,
                                      s + nxt.saves, on)
                 yield from walk(nxt, path, on, named, h, s)
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .job import Call
-from .world import World
+from .world import KEY_RETENTION, World
 
 
 class TransportError(Exception):
@@ -18,7 +18,8 @@ class ToolSpec:
     """What the resolution ladder needs to know about a tool, declared by the tool itself.
 
     read_only and idempotent make a repeat harmless by nature; honours_keys makes a keyed repeat
-    harmless; supports_lookup means the receiver can say whether a keyed request happened.
+    harmless for as long as the receiver holds the key, `key_retention` hours (None: for ever);
+    supports_lookup means the receiver can say whether a keyed request happened.
     """
 
     name: str
@@ -26,6 +27,7 @@ class ToolSpec:
     idempotent: bool = False
     honours_keys: bool = False
     supports_lookup: bool = False
+    key_retention: float | None = None
 
 
 def toolbox(tracker_mode: str) -> dict[str, ToolSpec]:
@@ -33,6 +35,7 @@ def toolbox(tracker_mode: str) -> dict[str, ToolSpec]:
     changing = {
         "honours_keys": tracker_mode == "keyed",
         "supports_lookup": tracker_mode in ("keyed", "lookup"),
+        "key_retention": KEY_RETENTION if tracker_mode == "keyed" else None,
     }
     return {
         "search": ToolSpec("search", read_only=True),

@@ -17,6 +17,16 @@ from .points import Recorder
 
 #: What a tracker does with an idempotency key or client token sent with a changing request.
 TRACKER_MODES = ("keyed", "keyless", "lookup")
+#: How long a keyed tracker holds a key for answering its repeats, in hours (Stripe's 24).
+KEY_RETENTION = 24.0
+
+
+@dataclass
+class Clock:
+    """The world's time, in hours since the scenario began: a process takes none, a restart's downtime
+    (the fault `expired-key`) all there is. Every part of the world that keeps time reads this one."""
+
+    hours: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -61,6 +71,9 @@ class TrackerProtocol(Protocol):
     def keys(self) -> dict[str, int]:
         """Every key the tracker remembers, with its first answer (none for a keyless tracker)."""
 
+    def key_times(self) -> dict[str, float]:
+        """When each key was last applied, in the world's hours: what its retention counts from."""
+
 
 class Tracker:
     """The issue tracker. Its records outlive every crash.
@@ -68,17 +81,23 @@ class Tracker:
     `mode` says what it does with a key: ``keyed`` honours it (a known key returns the first answer
     and changes nothing), ``keyless`` ignores it and cannot be asked about it, ``lookup`` ignores it
     for the request but can answer whether a request with that key happened and what it returned.
+
+    A keyed tracker honours a key for `KEY_RETENTION` hours after it applied it, then forgets it,
+    and a repeat is applied again. A lookup is not bound by it: a record keeps the key it was made
+    with, as Stripe's objects keep their metadata, so the receiver can still be asked about it.
     """
 
-    def __init__(self, points: Recorder, mode: str = "keyed"):
+    def __init__(self, points: Recorder, mode: str = "keyed", clock: Clock | None = None):
         if mode not in TRACKER_MODES:
             raise ValueError(f"unknown tracker mode {mode!r} (valid: {', '.join(TRACKER_MODES)})")
         self.points = points
         self.mode = mode
+        self.clock = clock or Clock()
         self.records: list[Record] = []
         self._issues = 0
         self._comments = 0
         self._by_key: dict[str, int] = {}
+        self._key_times: dict[str, float] = {}
 
     @property
     def honours_keys(self) -> bool:
@@ -91,9 +110,11 @@ class Tracker:
     def request(self, call: Call, args: dict[str, Any], key: str | None = None) -> int:
         """Apply a changing request (create or comment) and return the new record's number."""
         self.points.guard("a tracker request made")
-        if key is not None and self.honours_keys and key in self._by_key:
+        known = key is not None and self.honours_keys and key in self._by_key
+        forgot = known and self.clock.hours - self._key_times[key] >= KEY_RETENTION
+        if known and not forgot:
             number = self._by_key[key]
-            self.points.note("request", call.tool, call=call.id, key=key, applied=False, answer=number)
+            self.points.note("request", call.tool, call=call.id, key=key, applied=False, answer=number, forgot=False)
             self.points.hit("accepted")
             return number
         if call.tool == "create_issue":
@@ -103,9 +124,10 @@ class Tracker:
             self._comments += 1
             record = Record("comment", self._comments, call.id, key, issue=args["issue"], text=args["body"])
         self.records.append(record)
-        if key is not None and self.mode != "keyless":
-            self._by_key.setdefault(key, record.number)
-        self.points.note("request", call.tool, call=call.id, key=key, applied=True, answer=record.number)
+        if key is not None and self.mode != "keyless" and (key not in self._by_key or forgot):
+            self._by_key[key], self._key_times[key] = record.number, self.clock.hours
+        self.points.note("request", call.tool, call=call.id, key=key, applied=True, answer=record.number,
+                         forgot=forgot)
         self.points.hit("accepted")
         return record.number
 
@@ -132,6 +154,9 @@ class Tracker:
 
     def keys(self) -> dict[str, int]:
         return dict(self._by_key)
+
+    def key_times(self) -> dict[str, float]:
+        return dict(self._key_times)
 
 
 class Person:
@@ -272,6 +297,8 @@ class WorldState:
     servers_died: tuple[str, ...]
     wrong_at: int = 0  # the person's question answered wrong (the fault `wrong-answer`), 0 for none
     earlier: int = 0  # the records an earlier run of the job left (the fault `reused-run-id`)
+    hours: float = 0.0  # the world's clock
+    key_times: tuple[tuple[str, float], ...] = ()
 
 
 @dataclass
@@ -282,6 +309,7 @@ class World:
     model: Model
     #: Calls whose tool server has already died once after the tracker accepted them.
     servers_died: MutableSet[str] = field(default_factory=set)
+    clock: Clock = field(default_factory=Clock)
 
     @property
     def earlier(self) -> int:
@@ -297,9 +325,10 @@ class World:
         cls, job: Job, points: Recorder, tracker_mode: str = "keyed", approves: bool = True, desk: str = "remembers",
         wrong_at: int = 0,
     ) -> World:
-        tracker = Tracker(points, tracker_mode)
+        clock = Clock()
+        tracker = Tracker(points, tracker_mode, clock)
         person = Person(points, tracker, approves, wrong_at)
-        return cls(tracker, person, ApprovalDesk(points, person, desk), Model(points, job))
+        return cls(tracker, person, ApprovalDesk(points, person, desk), Model(points, job), clock=clock)
 
     def state(self) -> WorldState:
         desk = self.desk
@@ -317,6 +346,8 @@ class World:
             servers_died=tuple(sorted(self.servers_died)),
             wrong_at=self.person.wrong_at,
             earlier=self.earlier,
+            hours=self.clock.hours,
+            key_times=tuple(sorted(self.tracker.key_times().items())),
         )
 
     @classmethod
@@ -327,7 +358,8 @@ class World:
         tracker.records = list(state.records)
         tracker._issues = sum(1 for r in state.records if r.kind == "issue")
         tracker._comments = len(state.records) - tracker._issues
-        tracker._by_key = dict(state.keys)
+        tracker._by_key, tracker._key_times = dict(state.keys), dict(state.key_times)
+        world.clock.hours = state.hours
         world.person.asks, world.person.approvals, world.person.earlier = state.asks, state.approvals, state.earlier
         world.desk._pending.update(state.pending)
         world.desk._decided.update(state.decided)

@@ -130,7 +130,7 @@ def main() -> None:
 
     print("\n## each fault's sweep (--fault), the five designs and the agent's loop, depth 2, in process")
     cuts = (["power-cut", "--sync", sync] for sync in ("full", "file", "none"))
-    for fault in (["wrong-answer"], ["reused-run-id"], *cuts):
+    for fault in (["wrong-answer"], ["reused-run-id"], ["expired-key"], *cuts):
         seconds, peak, rows = sweep_rows("--variant", EVERY_VARIANT, "--fault", *fault, repeat=args.repeat)
         print(f"{' '.join(fault)}: {sum(row['scenarios'] for row in rows):,} scenarios in {seconds:.2f} s, "
               f"peak {peak} MiB")

@@ -79,7 +79,7 @@ def test_with_full_syncs_a_power_cut_is_a_process_crash(triage, slug):
     cut = sweep_variant(VARIANTS[slug], triage, memory_stores("full"), faults=CUT)
     crash = sweep_variant(VARIANTS[slug], triage, memory_stores("full"))
     assert cut.row() == crash.row()
-    assert all(s.disks == (1,) * len(s.crashes) for s in cut.scenarios())
+    assert all(s.choices == (1,) * len(s.crashes) for s in cut.scenarios())
 
 
 @pytest.mark.parametrize("sync, depth", [("file", 1), ("none", 1),
@@ -92,7 +92,7 @@ def test_every_power_cut_scenario_is_what_re_executing_it_gives(triage, sync, de
         baseline = run_scenario(VARIANTS[slug], triage, (), store).world.model.calls
         scenarios = list(sweep_variant(VARIANTS[slug], triage, store, depth, faults=CUT).scenarios())
         for s in scenarios[::max(len(scenarios) // 200, 1)]:
-            run = run_scenario(VARIANTS[slug], triage, s.crashes, store, CUT, s.disks)
+            run = run_scenario(VARIANTS[slug], triage, s.crashes, store, CUT, s.choices)
             assert (run.id, run.outcome(triage, baseline)) == (s.id, s.outcome)
 
 
@@ -103,8 +103,8 @@ def test_a_lost_first_save_takes_the_run_id_and_so_the_keys_with_it(triage):
             if s.outcome.extra]
     assert dups
     for s in dups:
-        run = run_scenario(AGENTS["agent-keyed"], triage, s.crashes, store, CUT, s.disks)
-        assert run.on_disk == ("no checkpoint file",)
+        run = run_scenario(AGENTS["agent-keyed"], triage, s.crashes, store, CUT, s.choices)
+        assert run.left == ("the power cut left no checkpoint file",)
         keys = [e.detail["key"] for e in run.points.events if e.kind == "request" and e.detail["call"] == "A"]
         assert len(set(keys)) == len(keys) > 1
 
@@ -115,10 +115,10 @@ def test_an_empty_or_torn_checkpoint_is_stuck_and_the_restart_does_nothing(triag
     stuck = [s for s in swept.scenarios() if s.outcome.stuck]
     assert stuck and swept.row().stuck == len(stuck)
     for s in stuck:
-        run = run_scenario(VARIANTS["keys-markers"], triage, s.crashes, store, CUT, s.disks)
+        run = run_scenario(VARIANTS["keys-markers"], triage, s.crashes, store, CUT, s.choices)
         restart = [e for e in run.points.events if e.process == 2]
         assert run.stuck and [e.kind for e in restart] == ["load"]
-        assert run.on_disk[0].endswith(("empty: its data never reached the disk",
+        assert run.left[0].endswith(("empty: its data never reached the disk",
                                         "torn: half its data reached the disk"))
         assert s.outcome.missing == () and s.outcome.stuck == 1
 

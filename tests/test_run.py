@@ -118,7 +118,7 @@ def test_the_person_on_the_terminal_sees_the_trackers_records_and_answers(cli, t
     a = job.turns[0].calls[0]
     with Database(run_dir / "tracker.sqlite") as db:
         open_world(db, job, Recorder(), "keyless").tracker.request(a, a.args, key="k")  # it did happen, as #1
-    died_after_a = Checkpoint.new("r").with_turn(TurnRecord.reply(1, job.turns[0].calls)).with_marker("A")
+    died_after_a = Checkpoint.new("r").with_turn(TurnRecord.reply(1, job.turns[0].calls)).with_marker("A", 0.0)
     (run_dir / "checkpoint.json").write_bytes(died_after_a.to_json())
     monkeypatch.setattr("sys.stdin", io.StringIO("1\n"))
     code, out, err = cli("run", TRIAGE, "--dir", str(run_dir))

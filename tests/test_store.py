@@ -48,9 +48,9 @@ def test_an_empty_store_loads_nothing(tmp_path):
 GATED = Call("B", "create_issue", {"title": "t", "body": "b"}, fails_after_accept=True, needs_approval=True)
 SEARCH = Call("S", "search", {"query": "t"})
 EVERY_FIELD = (
-    NEW.with_marker("A").with_decision("A", "rerun").with_result("A", 7).with_turn_closed()
+    NEW.with_marker("A", 0.0).with_decision("A", "rerun").with_result("A", 7).with_turn_closed()
     .with_turn(TurnRecord.reply(2, (GATED, SEARCH))).with_approval("B", False).with_result("B", "refused by the person")
-    .with_result("S", [7]).with_marker("S").with_decision("S", "lookup").with_turn_closed().with_answer("done")
+    .with_result("S", [7]).with_marker("S", 25.5).with_decision("S", "lookup").with_turn_closed().with_answer("done")
 )
 
 
@@ -113,7 +113,8 @@ DELETE = object()
         ('{"format": true, "run": "r", "turns": [], "answer": null}', r"no format version.*\$\.format"),
         (f'{{"format": {FORMAT + 1}, "run": "r", "turns": [], "answer": null}}', "newer than this crashlab reads"),
         ('{"format": 0, "run": "r", "turns": [], "answer": null}', "not one this crashlab wrote"),
-        ('{"format": 1, "run": "r"}', "missing or mangles a field.*turns"),
+        (f'{{"format": {FORMAT}, "run": "r"}}', "missing or mangles a field.*turns"),
+        ('{"format": 1, "run": "r", "turns": [], "answer": null}', "format 1 is an older crashlab's.*carry no time"),
         (with_field("turns.0.markers", "AB"), r"mangles a field.*\$\.turns\[0\]\.markers"),
         (with_field("turns.0.results", []), r"mangles a field.*\$\.turns\[0\]\.results"),
         (with_field("turns.0.results", {"A": True}), r"mangles a field.*\$\.turns\[0\]\.results"),
@@ -125,7 +126,9 @@ DELETE = object()
         (with_field("turns.0.closed", False), r"inconsistent.*turns\[0\] is open but is not the last turn"),
         (with_field("turns.1.closed", False), "inconsistent.*finished but its last turn is open"),
         (with_field("turns.0.results", {"Z": 1}), "inconsistent.*results names 'Z'"),
-        (with_field("turns.1.markers", ["A"]), "inconsistent.*markers names 'A'"),
+        (with_field("turns.0.markers", ["A"]), r"mangles a field.*\$\.turns\[0\]\.markers"),
+        (with_field("turns.0.markers", {"A": -1}), r"mangles a field.*\$\.turns\[0\]\.markers"),
+        (with_field("turns.1.markers", {"A": 0}), "inconsistent.*markers names 'A'"),
         (with_field("surprise", 1), "mangles a field.*surprise"),
     ],
 )
