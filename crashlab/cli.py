@@ -16,15 +16,15 @@ import click
 from . import explain as explaining
 from . import report
 from . import run as running
-from .designs import DESIGNS
+from .designs import BEYOND_THE_BOOK, DESIGNS
 from .disk import SYNCS
-from .faults import FAULTS, expired_keys, power_cuts, reused_run_ids, wrong_answers
+from .faults import FAULTS, drifting_models, expired_keys, power_cuts, reused_run_ids, wrong_answers
 from .job import Job, JobError, find_job, shipped_jobs, shown
 from .parallel import default_workers
 from .points import HarnessError
 from .store import STORE_KINDS
 from .sweep import AGENTS, VARIANTS, ScenarioResult, Variant, VariantSweep, memory_stores, run_scenario
-from .world import TRACKER_MODES
+from .world import DRIFTS, TRACKER_MODES
 
 DEFAULT_JOB = "triage"
 #: `sweep --depth`: deeper than this, the scenarios of even a small job outnumber what a machine can run.
@@ -32,7 +32,8 @@ MAX_DEPTH = 8
 #: `sweep --workers`: more processes than this is a typo, not a machine.
 MAX_WORKERS = 1024
 #: `--loop`: the loops crashlab sweeps, each with its variants (every slug is a key of VARIANTS).
-LOOPS: dict[str, dict[str, Variant]] = {"designs": DESIGNS, "agent": AGENTS}
+#: Each loop's variants; `--variant all` is the book's five of the designs, not those beyond the book.
+LOOPS: dict[str, dict[str, Variant]] = {"designs": {**DESIGNS, **BEYOND_THE_BOOK}, "agent": AGENTS}
 #: Loops on a framework (an extra each), swept through `crashlab.api` by `crashlab sweep --kill` only.
 FRAMEWORKS = {"langgraph": "crashlab[langgraph]", "dbos": "crashlab[dbos]"}
 #: `plot --out`: the picture formats, by file extension (crashlab.plot.FORMATS, which imports matplotlib).
@@ -90,7 +91,7 @@ def choose_variants(loop: str | None, variant: str | None, tracker: str | None) 
     if variant is None or variant == "all":
         if loop in FRAMEWORKS:
             raise Failure(f"--loop {loop} runs only under `crashlab sweep --loop {loop} --kill`")
-        return list(LOOPS[loop or "designs"].values())
+        return [v for v in LOOPS[loop or "designs"].values() if v.slug not in BEYOND_THE_BOOK]
     chosen = [VARIANTS[slug] for slug in names(variant, VARIANTS, "variant")]
     if loop is not None:
         strangers = [v.slug for v in chosen if v.slug not in LOOPS[loop]]
@@ -106,7 +107,7 @@ def every_scenario(sweeps: list[VariantSweep]) -> Iterator[ScenarioResult]:
 
 def columns_for(variants: list[Variant], depth: int = 2) -> report.Columns:
     """The book's columns when every variant is a design, else the agent table's; a column per depth."""
-    columns = report.DESIGN_COLUMNS if all(v.slug in DESIGNS for v in variants) else report.AGENT_COLUMNS
+    columns = report.DESIGN_COLUMNS if all(v.slug in LOOPS["designs"] for v in variants) else report.AGENT_COLUMNS
     return report.at_depth(columns, depth)
 
 
@@ -149,9 +150,18 @@ sync_option = click.option(
          "the directory after it too (the file store's default, and what `crashlab run` does).")
 
 
-def check_sync(fault: str, sync: str | None) -> None:
-    if sync is not None and fault != "power-cut":
-        raise Failure(f"--sync says what a power cut finds on the disk: it needs --fault power-cut, not {fault}")
+drift_option = click.option(
+    "--drift", type=click.Choice(DRIFTS), default=None, show_default="ids",
+    help="With --fault drifting-model, how the model answers a turn it is asked for again: ids, with call IDs "
+         "of its own making; order, with those and its calls in another order.")
+
+
+def check_settings(fault: str, sync: str | None, drift: str | None) -> None:
+    """A fault's setting given without its fault is refused, never ignored."""
+    for option, value, owner, says in (("--sync", sync, "power-cut", "what a power cut finds on the disk"),
+                                       ("--drift", drift, "drifting-model", "how a drifting model answers")):
+        if value is not None and fault != owner:
+            raise Failure(f"{option} says {says}: it needs --fault {owner}, not {fault}")
 
 
 def variant_options(command):
@@ -228,13 +238,14 @@ def cli(ctx: click.Context) -> None:
                    "the job once more, after a run under the same run ID, expired-key restarts each death "
                    "after 1 h and after 48 h.")
 @sync_option
+@drift_option
 @click.option("--kill", is_flag=True,
               help="Make every process of every scenario a real OS process, forked from this one, that SIGKILLs "
                    "itself at its crash point, over a world in SQLite and a checkpoint file. It uses the file "
                    "store (a memory store cannot outlive a real death) and re-executes every scenario (--no-share).")
 def sweep(job_spec: str, loop: str | None, variant: str | None, tracker: str | None, store: str | None, fmt: str,
           golden: str | None, listing: str | None, out: str | None, depth: int, replay: bool, workers: int,
-          scheduler: str | None, fault: str, sync: str | None, kill: bool) -> None:
+          scheduler: str | None, fault: str, sync: str | None, drift: str | None, kill: bool) -> None:
     """Crash the loop at every point, and its restart at every point, and count the damage.
 
     \b
@@ -254,14 +265,15 @@ def sweep(job_spec: str, loop: str | None, variant: str | None, tracker: str | N
         raise Failure("--kill needs --store files: a memory store cannot outlive a real death")
     if loop in FRAMEWORKS:
         return sweep_framework(loop, job_spec, variant or tracker, kill, depth, fmt, listing, golden or out, workers)
-    check_sync(fault, sync)
+    check_settings(fault, sync, drift)
     if fault != "crash":
         given = [name for name, on in (("--kill", kill), ("--no-share", replay), ("--check", golden), ("--out", out),
                                        ("--scheduler", scheduler), ("--store", store)) if on]
         if given:
             raise Failure(f"--fault {fault} sweeps in process, shared, on the memory store: it takes no {given[0]}")
         variants = choose_variants(loop, variant, tracker)
-        return sweep_fault(fault, sync or "none", variants, open_job(job_spec), job_spec, depth, fmt, listing)
+        return sweep_fault(fault, sync or "none", drift or "ids", variants, open_job(job_spec), job_spec, depth, fmt,
+                           listing)
     variants = choose_variants(loop, variant, tracker)
     columns = columns_for(variants, depth)
     job = open_job(job_spec)
@@ -319,8 +331,8 @@ def echo_listing(scenarios: Iterable[ScenarioResult], listing: str, job_spec: st
         click.echo(text.rstrip("\n"))
 
 
-def sweep_fault(fault: str, sync: str, variants: list[Variant], job: Job, job_spec: str, depth: int, fmt: str,
-                listing: str | None) -> None:
+def sweep_fault(fault: str, sync: str, drift: str, variants: list[Variant], job: Job, job_spec: str, depth: int,
+                fmt: str, listing: str | None) -> None:
     """`sweep --fault SLUG`: the fault's scenarios, one row per variant, or the list of those that `listing` picks."""
     check_handles(job, variants)
     store = memory_stores(sync)
@@ -329,10 +341,12 @@ def sweep_fault(fault: str, sync: str, variants: list[Variant], job: Job, job_sp
         "wrong-answer": lambda v: wrong_answers(v, job, store, depth),
         "reused-run-id": lambda v: reused_run_ids(v, job, store, depth),
         "expired-key": lambda v: expired_keys(v, job, store, depth),
+        "drifting-model": lambda v: drifting_models(v, job, store, drift, depth),
     }
     swept = [sweeps[fault](v) for v in variants]
     if listing is not None:
-        options = f" --fault {fault}" + (f" --sync {sync}" if fault == "power-cut" else "")
+        setting = {"power-cut": f" --sync {sync}", "drifting-model": f" --drift {drift}"}.get(fault, "")
+        options = f" --fault {fault}{setting}"
         return echo_listing((r for s in swept for r in s.scenarios()), listing, job_spec, fmt, options)
     rows = [s.record() for s in swept]
     heads = list(rows[0])
@@ -488,7 +502,8 @@ def point_lines(rows: list[dict], width: int) -> list[str]:
                    "and expired-key IDs a downtime; wrong-answer IDs a final ~K; reused-run-id IDs are the "
                    "crash sweep's.")
 @sync_option
-def explain(scenario: str, job_spec: str, fmt: str, fault: str, sync: str | None) -> None:
+@drift_option
+def explain(scenario: str, job_spec: str, fmt: str, fault: str, sync: str | None, drift: str | None) -> None:
     """Tell the story of one SCENARIO, process by process, and its verdict.
 
     SCENARIO is SLUG:I (crash the first process at its I-th point) or SLUG:I:J (also crash the
@@ -500,14 +515,14 @@ def explain(scenario: str, job_spec: str, fmt: str, fault: str, sync: str | None
     loop = next((loop for loop in FRAMEWORKS if scenario.startswith(f"{loop}-")), None)
     if loop is not None:
         return explain_framework(loop, scenario, open_job(job_spec), fmt)
-    check_sync(fault, sync)
+    check_settings(fault, sync, drift)
     try:
         explaining.parse_scenario_id(scenario, fault)
     except explaining.ScenarioError as error:
         raise Failure(str(error)) from None
     job = open_job(job_spec)
     try:
-        run = explaining.find_scenario(scenario, job, fault, sync or "none")
+        run = explaining.find_scenario(scenario, job, fault, sync or "none", drift or "ids")
     except explaining.ScenarioError as error:
         raise Failure(str(error)) from None
     told = explaining.story(run, job)

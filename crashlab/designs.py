@@ -63,6 +63,14 @@ DESIGNS: dict[str, Design] = {
     )
 }
 
+#: A design the book does not have, to show what a drifting model does to keys: once per turn, with
+#: keys. A replayed model repeats its call IDs, so the keys rescue the repeated turn; a model that
+#: names its calls anew makes new keys. Named by slug; `--variant all` stays the book's five.
+BEYOND_THE_BOOK: dict[str, Design] = {
+    "per-turn-keys": Design("per-turn-keys", "save once per turn, with keys", saves_reply=False, sends_keys=True,
+                            writes_markers=False),
+}
+
 
 class DesignLoop(Loop):
     """One life of a process running a design: from loading the checkpoint to the end, or a crash."""

@@ -19,7 +19,7 @@ from .job import Job, shown
 from .points import Event
 from .sweep import VARIANTS, Faults, NoSuchChoice, ScenarioRun, StoreFactory, Variant, memory_stores, run_scenario
 from .sweep import scenario_id as id_of  # find_scenario's argument is the ID itself
-from .world import KEY_RETENTION, Record
+from .world import KEY_RETENTION, Record, intended
 
 #: A scenario ID: a variant's slug, then one 1-based crash point per process that crashes, each
 #: after a colon, in ASCII digits. The crashes are one repeated group, so IDs with more crashes
@@ -88,10 +88,11 @@ def find_variant(slug: str) -> Variant:
     return VARIANTS[slug]
 
 
-def find_scenario(scenario_id: str, job: Job, fault: str = "crash", sync: str = "none") -> ScenarioRun:
+def find_scenario(scenario_id: str, job: Job, fault: str = "crash", sync: str = "none", drift: str = "ids"
+                  ) -> ScenarioRun:
     """Run the scenario an ID names, after checking that this job has it: each crash point in range.
 
-    A power cut's scenario runs on a store that syncs as `sync` says.
+    A power cut's scenario runs on a store that syncs as `sync` says, a drifting model's as `drift` says.
     """
     chosen = f" under --sync {sync}" if fault == "power-cut" else ""
     parsed = parse_scenario_id(scenario_id, fault)
@@ -100,7 +101,7 @@ def find_scenario(scenario_id: str, job: Job, fault: str = "crash", sync: str = 
         raise ScenarioError(reason)
     crashes, choices = parsed.crashes, parsed.choices
     try:
-        return _checked(variant, job, crashes, store, faults_of(fault, parsed.wrong_at), choices)
+        return _checked(variant, job, crashes, store, faults_of(fault, parsed.wrong_at, drift), choices)
     except NoSuchChoice as error:
         raise ScenarioError(f"{error}{chosen}") from None
 
@@ -245,12 +246,14 @@ def why(run: ScenarioRun, job: Job) -> list[str]:
     """For each changing call sent more than once: who sent it, and what the tracker did with it."""
     out = []
     for call in job.changing_calls:
-        sent = [e for e in run.points.events if e.kind == "request" and e.detail["call"] == call.id]
+        sent = [e for e in run.points.events if e.kind == "request" and intended(e.detail["call"]) == call.id]
         if len(sent) < 2:
             continue
         applied = [e.process for e in sent if e.detail["applied"]]
         repeats = len(sent) - len(applied)
-        text = f"{call.id} was sent {len(sent)} times (by process {', '.join(str(e.process) for e in sent)}): "
+        names = list(dict.fromkeys(e.detail["call"] for e in sent))
+        named = f" as {', '.join(names)}" if len(names) > 1 else ""
+        text = f"{call.id} was sent {len(sent)} times{named} (by process {', '.join(str(e.process) for e in sent)}): "
         text += f"the tracker applied it {len(applied)}×"
         if repeats:
             text += f" and answered {repeats} keyed repeat{'s' if repeats > 1 else ''} from its record"
@@ -268,6 +271,7 @@ def verdict(run: ScenarioRun, job: Job, baseline_calls: int) -> dict[str, Any]:
         "duplicates": outcome.dups,
         "missing": list(outcome.missing),
         "wrong": list(outcome.wrong),
+        "orphans": outcome.orphans,
         "asks": outcome.asks,
         "approvals": outcome.approvals,
         "calls_plus": outcome.calls_plus,
@@ -330,6 +334,7 @@ def render(told: dict[str, Any]) -> str:
         *([f"  wrong:         {', '.join(v['wrong'])} (the saved result names a record the call did not make)"]
           if v["wrong"] else []),
         *([f"  stuck:         {v['stuck']}"] if v["stuck"] else []),
+        *([f"  orphans:       {v['orphans']} (records of a call ID the run no longer has)"] if v["orphans"] else []),
         f"  asks: {v['asks']}   approvals: {v['approvals']}   extra model calls: {v['calls_plus']}",
         *(f"  why: {text}" for text in v["why"]),
     ]

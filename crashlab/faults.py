@@ -22,6 +22,12 @@ that reuses the run ID sends yesterday's keys. A keyed tracker answers them from
 today's effects are missing while the loop believes them done (and counts them `wrong`). The agent's
 loop draws a fresh run ID per run. IDs are the crash sweep's; only today's records are counted.
 
+`drifting-model`: a real model asked again for a turn does not repeat itself. A model that drifts
+names the calls of a reply it gives again anew, ``A#2`` for A the second time (``--drift ids``), and
+under ``--drift order`` also reverses them where no call of the reply refers to another. The IDs are
+the crash sweep's; duplicates and missing effects are counted by the job's call each record stands
+for, and a record filed under a name the run later replaced is an orphan too.
+
 `expired-key`: the world has a clock, and a keyed tracker honours a key for 24 hours after it applied
 it (`world.KEY_RETENTION`, Stripe's), then applies a repeat again; its records keep their keys, so a
 lookup still finds them. A process takes no time; a restart comes a downtime after its death, and
@@ -45,9 +51,11 @@ DOWNTIMES = (1.0, 48.0)
 CHOOSING = {"power-cut": "the disk state it left", "expired-key": "the downtime before its restart (~1 1 h, ~2 48 h)"}
 
 
-def faults_of(fault: str, wrong_at: int = 0) -> Faults:
-    """What breaks in a scenario swept under `fault`; under wrong-answer, the `wrong_at`-th answer."""
+def faults_of(fault: str, wrong_at: int = 0, drift: str = "ids") -> Faults:
+    """What breaks in a scenario swept under `fault`: under wrong-answer the `wrong_at`-th answer,
+    under drifting-model the model's answers, as `drift` says."""
     return Faults(wrong_at, power_cut=fault == "power-cut", reused_run_id=fault == "reused-run-id",
+                  drift=drift if fault == "drifting-model" else "",
                   downtimes=DOWNTIMES if fault == "expired-key" else ())
 
 
@@ -69,6 +77,10 @@ FAULTS: dict[str, Fault] = {f.slug: f for f in (
     Fault("wrong-answer", "the person answers one 'did it happen?' question wrong: 'no' when it did, 'yes, #N' when "
                           "it did not",
           "for each question a crash scenario asks, that scenario with that one answer wrong (ID SLUG:I:J~K)"),
+    Fault("drifting-model", "asked again for a turn, the model names its calls anew, as a provider does "
+                            "(--drift ids), and may order them anew (--drift order): new call IDs make new keys",
+          "every crash scenario, the model drifting (IDs as the crash sweep's); effects counted by what each call "
+          "means, not by its ID; orphans: records of a call the model later renamed"),
     Fault("reused-run-id", "the run starts with the run ID of an earlier run of the same job, which already ran "
                            "to the end with the same call IDs: a reused run ID makes the earlier run's keys",
           "every crash scenario, after the earlier run (IDs as the crash sweep's); only this run's records count"),
@@ -127,13 +139,19 @@ def reused_run_ids(variant: Variant, job: Job, store: StoreFactory, depth: int =
     return _swept(variant, job, store, depth, "reused-run-id", "")
 
 
+def drifting_models(variant: Variant, job: Job, store: StoreFactory, drift: str, depth: int = 2) -> FaultSweep:
+    """Every scenario of up to `depth` crashes, the model answering a turn asked again as `drift` says."""
+    return _swept(variant, job, store, depth, "drifting-model", f"drift {drift}", drift)
+
+
 def expired_keys(variant: Variant, job: Job, store: StoreFactory, depth: int = 2) -> FaultSweep:
     """Every scenario of up to `depth` crashes, each restart after one of the `DOWNTIMES`."""
     return _swept(variant, job, store, depth, "expired-key", "downtime " + " or ".join(f"{h:g} h" for h in DOWNTIMES))
 
 
-def _swept(variant: Variant, job: Job, store: StoreFactory, depth: int, fault: str, setting: str) -> FaultSweep:
+def _swept(variant: Variant, job: Job, store: StoreFactory, depth: int, fault: str, setting: str,
+           drift: str = "ids") -> FaultSweep:
     """The sweep under `fault`, whose scenarios are the crash sweep's or grow out of them one choice at a time."""
     crash = sweep_variant(variant, job, store, depth)
-    under = sweep_variant(variant, job, store, depth, faults=faults_of(fault))
+    under = sweep_variant(variant, job, store, depth, faults=faults_of(fault, drift=drift))
     return FaultSweep(variant.slug, variant.name, fault, setting, crash.tally.scenarios, under.tally, under.scenarios)

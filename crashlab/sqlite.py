@@ -295,6 +295,7 @@ class SqliteModel(Model):
         self.points = points
         self.db = db
         self.job = job
+        self.drift, self.asked = "", {}  # scripted: the fault `drifting-model` runs in process only
 
 
 #: Builds the person of a world in a database: `SqlitePerson` answers as the scripted person does.

@@ -24,12 +24,12 @@ from typing import Any, Protocol
 
 from .agent import AgentVariant
 from .checkpoint import Checkpoint, CheckpointError
-from .designs import DESIGNS
+from .designs import BEYOND_THE_BOOK, DESIGNS
 from .durable import Durable
 from .job import Call, Job
 from .points import Crash, HarnessError, Recorder, Where
 from .store import FileStore, MemoryStore, Store
-from .world import TRACKER_MODES, Record, World
+from .world import TRACKER_MODES, Record, World, intended
 
 
 class Variant(Protocol):
@@ -50,8 +50,8 @@ StoreFactory = Callable[[Recorder], Store]
 
 #: The agent's own loop, once per kind of tracker.
 AGENTS: dict[str, AgentVariant] = {v.slug: v for v in map(AgentVariant, TRACKER_MODES)}
-#: Every variant a scenario ID can name: the five designs, then the agent's loop.
-VARIANTS: dict[str, Variant] = {**DESIGNS, **AGENTS}
+#: Every variant a scenario ID can name: the five designs and those beyond the book, then the agent's loop.
+VARIANTS: dict[str, Variant] = {**DESIGNS, **BEYOND_THE_BOOK, **AGENTS}
 
 #: The crash points one process passed, in order, with where the loop was: what a repeat must retrace.
 Trace = list[tuple[str, Where]]
@@ -64,6 +64,7 @@ class Faults:
     wrong_at: int = 0  # the person's question (1-based, over the scenario) answered wrong; 0 for none
     power_cut: bool = False  # each death is a power cut: the disk keeps only what the store's syncs made durable
     reused_run_id: bool = False  # an earlier run of the job, under the same run ID, has already run to the end
+    drift: str = ""  # how the model answers a turn asked again (see `world.DRIFTS`); "" repeats the script
     downtimes: tuple[float, ...] = ()  # the hours a restart may come after its death: each a scenario of its own
 
     @property
@@ -127,10 +128,13 @@ class ScenarioRun:
         return [(e.label, e.where) for e in self.points.points(process)]
 
     def outcome(self, job: Job, baseline_calls: int) -> Outcome:
-        """The world's counts; a stuck run has made its duplicates, but what it has not done yet is not missing."""
+        """The world's counts, against what the job means to do: each changing call's effect once, by
+        whatever ID the model gave it (`world.intended`). A stuck run has made its duplicates, but what
+        it has not done yet is not missing."""
         final = self.final
-        results = final.results() if final else {}
-        refused = {cid for turn in final.turns for cid, ok in turn.approvals.items() if not ok} if final else set()
+        turns = final.turns if final else ()
+        results = {intended(cid): result for cid, result in final.results().items()} if final else {}
+        refused = {intended(cid) for turn in turns for cid, ok in turn.approvals.items() if not ok}
         dups, missing, wrong = {}, [], []
         for call in job.changing_calls:
             made = self.world.made_by(call.id)
@@ -140,8 +144,9 @@ class ScenarioRun:
                 missing.append(call.id)
             if final and not self._meant(call, made, results, call.id in refused):
                 wrong.append(call.id)
-        person, meant = self.world.person, {call.id for turn in job.turns for call in turn.calls}
-        orphans = sum(1 for r in self.world.tracker.records[self.world.earlier:] if r.call not in meant)
+        person = self.world.person
+        saved = {call.id for turn in turns or job.turns for call in turn.calls}  # the calls the run ended with
+        orphans = sum(1 for r in self.world.tracker.records[self.world.earlier:] if r.call not in saved)
         calls_plus = self.world.model.calls - baseline_calls  # negative only for a stuck run, which stopped short
         return Outcome(dups, tuple(missing), person.asks, max(calls_plus, 0), person.approvals, tuple(wrong),
                        int(final is None), orphans)
@@ -207,12 +212,13 @@ def new_world(variant: Variant, job: Job, store: StoreFactory, points: Recorder,
     that count are this run's.
     """
     if not faults.reused_run_id:
-        return World.new(job, points, variant.tracker_mode, desk=variant.desk, wrong_at=faults.wrong_at)
+        return World.new(job, points, variant.tracker_mode, desk=variant.desk, wrong_at=faults.wrong_at,
+                         drift=faults.drift)
     before = Recorder((), f"{points.scenario}, the earlier run", process=-1)
     world = World.new(job, before, variant.tracker_mode, desk=variant.desk)
     before.start_process()
     variant.loop(job, world, store(before), before).run()
-    left = replace(world.state(), asks=0, approvals=0, model_calls=0, servers_died=(),
+    left = replace(world.state(), asks=0, approvals=0, model_calls=0, asked=(), servers_died=(),
                    earlier=len(world.tracker.records))
     return World.restore(left, job, points)
 

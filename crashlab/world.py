@@ -9,7 +9,7 @@ issue tracker and the same model provider.
 from __future__ import annotations
 
 from collections.abc import MutableMapping, MutableSet
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from .job import Call, Job, Turn
@@ -257,22 +257,58 @@ class ApprovalDesk:
         return decision
 
 
-class Model:
-    """The scripted model: asked for turn k, it gives the script's reply k, with the same call IDs."""
+#: How a drifting model answers a turn it is asked for again (the fault `drifting-model`): with call
+#: IDs of its own making, or with those and its calls in another order.
+DRIFTS = ("ids", "order")
 
-    def __init__(self, points: Recorder, job: Job):
+
+def intended(call_id: str) -> str:
+    """The script's call that a model's call ID stands for: a drifting model names A ``A#2`` the second
+    time it is asked for A's turn (``#`` is in no job's IDs). What the verdict counts effects against."""
+    return call_id.partition("#")[0]
+
+
+class Model:
+    """The scripted model: asked for turn k, it gives the script's reply k.
+
+    Asked again for a turn, it repeats the call IDs, as a replayed model does. One that `drift`s
+    answers as a provider does, with call IDs of its own making, and under ``order`` with its calls
+    in another order (reversed, unless a call refers to another of the same reply). A later reply
+    refers to an earlier call by the name it was last given, as a model that reads the saved
+    conversation back does.
+    """
+
+    def __init__(self, points: Recorder, job: Job, drift: str = ""):
         self.points = points
         self.job = job
         self.calls = 0
+        self.drift = drift
+        self.asked: dict[int, int] = {}  # how many times a drifting model was asked for each turn
 
     def reply(self, turn: int) -> Turn:
         """The reply that opens `turn` (1-based)."""
         self.points.guard("a model call made")
         self.calls += 1
         reply = self.job.turns[turn - 1]
+        if self.drift:  # a scripted model needs no memory of what it was asked
+            self.asked[turn] = self.asked.get(turn, 0) + 1
+            reply = reply if reply.is_final else self._drifted(turn, reply)
         summary = f"answer {reply.answer!r}" if reply.is_final else " ".join(c.id for c in reply.calls)
         self.points.note("model", "reply", call_count=self.calls, reply=summary)
         return reply
+
+    def _drifted(self, turn: int, reply: Turn) -> Turn:
+        names = {c.id: self._name(t, c.id) for t, r in enumerate(self.job.turns[:turn], start=1) for c in r.calls}
+        calls = [replace(c, id=names[c.id], args=c.args if c.ref is None else {**c.args, "issue": f"${names[c.ref]}"})
+                 for c in reply.calls]
+        own = {c.id for c in reply.calls}
+        if self.drift == "order" and self.asked[turn] > 1 and not any(c.ref in own for c in reply.calls):
+            calls.reverse()
+        return replace(reply, calls=tuple(calls))
+
+    def _name(self, turn: int, call_id: str) -> str:
+        times = self.asked.get(turn, 1)
+        return call_id if times == 1 else f"{call_id}#{times}"
 
 
 @dataclass(frozen=True)
@@ -299,6 +335,8 @@ class WorldState:
     earlier: int = 0  # the records an earlier run of the job left (the fault `reused-run-id`)
     hours: float = 0.0  # the world's clock
     key_times: tuple[tuple[str, float], ...] = ()
+    drift: str = ""  # how the model answers a turn asked again (the fault `drifting-model`), "" as scripted
+    asked: tuple[tuple[int, int], ...] = ()  # how many times the model was asked for each turn
 
 
 @dataclass
@@ -317,18 +355,19 @@ class World:
         return self.person.earlier
 
     def made_by(self, call_id: str) -> list[Record]:
-        """The records this run's call made, not counting an earlier run's: what the verdict counts."""
-        return [r for r in self.tracker.records[self.earlier:] if r.call == call_id]
+        """The records the job's call `call_id` made in this run, under any ID the model gave it, not
+        counting an earlier run's: what the verdict counts."""
+        return [r for r in self.tracker.records[self.earlier:] if intended(r.call) == call_id]
 
     @classmethod
     def new(
         cls, job: Job, points: Recorder, tracker_mode: str = "keyed", approves: bool = True, desk: str = "remembers",
-        wrong_at: int = 0,
+        wrong_at: int = 0, drift: str = "",
     ) -> World:
         clock = Clock()
         tracker = Tracker(points, tracker_mode, clock)
         person = Person(points, tracker, approves, wrong_at)
-        return cls(tracker, person, ApprovalDesk(points, person, desk), Model(points, job), clock=clock)
+        return cls(tracker, person, ApprovalDesk(points, person, desk), Model(points, job, drift), clock=clock)
 
     def state(self) -> WorldState:
         desk = self.desk
@@ -348,12 +387,14 @@ class World:
             earlier=self.earlier,
             hours=self.clock.hours,
             key_times=tuple(sorted(self.tracker.key_times().items())),
+            drift=self.model.drift,
+            asked=tuple(sorted(self.model.asked.items())),
         )
 
     @classmethod
     def restore(cls, state: WorldState, job: Job, points: Recorder) -> World:
         """A world in memory that holds exactly `state`, for a restart to run against."""
-        world = cls.new(job, points, state.tracker_mode, state.approves, state.desk_mode, state.wrong_at)
+        world = cls.new(job, points, state.tracker_mode, state.approves, state.desk_mode, state.wrong_at, state.drift)
         tracker = world.tracker
         tracker.records = list(state.records)
         tracker._issues = sum(1 for r in state.records if r.kind == "issue")
@@ -363,6 +404,6 @@ class World:
         world.person.asks, world.person.approvals, world.person.earlier = state.asks, state.approvals, state.earlier
         world.desk._pending.update(state.pending)
         world.desk._decided.update(state.decided)
-        world.model.calls = state.model_calls
+        world.model.calls, world.model.asked = state.model_calls, dict(state.asked)
         world.servers_died.update(state.servers_died)
         return world

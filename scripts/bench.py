@@ -31,7 +31,7 @@ CRASHLAB = [sys.executable, "-m", "crashlab"]
 SPIN = [sys.executable, "-c", "x = 0\nfor i in range(10_000_000): x += i"]
 
 
-EVERY_VARIANT = "per-turn,after-reply,keys,markers,keys-markers,agent-keyed,agent-keyless,agent-lookup"
+EVERY_VARIANT = "per-turn,after-reply,keys,markers,keys-markers,per-turn-keys,agent-keyed,agent-keyless,agent-lookup"
 
 
 def measure(args: list[str], repeat: int) -> tuple[float, int, str]:
@@ -128,9 +128,10 @@ def main() -> None:
             print(f"| {changing} | {scenarios:,} | {seconds:.2f} | {peak} |")
 
 
-    print("\n## each fault's sweep (--fault), the five designs and the agent's loop, depth 2, in process")
+    print("\n## each fault's sweep (--fault), the designs (per-turn-keys too) and the agent's loop, depth 2, in process")
     cuts = (["power-cut", "--sync", sync] for sync in ("full", "file", "none"))
-    for fault in (["wrong-answer"], ["reused-run-id"], ["expired-key"], *cuts):
+    drifts = (["drifting-model", "--drift", drift] for drift in ("ids", "order"))
+    for fault in (["wrong-answer"], *drifts, ["reused-run-id"], ["expired-key"], *cuts):
         seconds, peak, rows = sweep_rows("--variant", EVERY_VARIANT, "--fault", *fault, repeat=args.repeat)
         print(f"{' '.join(fault)}: {sum(row['scenarios'] for row in rows):,} scenarios in {seconds:.2f} s, "
               f"peak {peak} MiB")

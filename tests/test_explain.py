@@ -28,7 +28,7 @@ def test_scenario_ids_name_the_crash_points_one_based(job):
     [
         ("after-reply", "malformed scenario ID 'after-reply' (expected SLUG:I, SLUG:I:J and so on"),
         ("after-reply:x", "malformed"),
-        ("nope:3", "unknown variant 'nope' (valid: per-turn, after-reply, keys, markers, keys-markers, agent-keyed"),
+        ("nope:3", "unknown variant 'nope' (valid: per-turn, after-reply, keys, markers, keys-markers, per-turn-keys,"),
         ("after-reply:0", "after-reply passes crash points 1..34 on job triage: no point 0"),
         ("markers:44", "markers passes crash points 1..43 on job triage: no point 44"),
         ("after-reply:6:99", "the restart of after-reply:6 on job triage reaches points 1..31: no point 99"),
