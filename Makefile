@@ -15,12 +15,14 @@ $(INSTALLED): pyproject.toml
 
 # The book's table, checked against the golden file, with every scenario written to results/; then
 # the agent's own loop against the three trackers, on the triage job and the two harder ones, each
-# checked against its golden file; and the pictures of both.
+# checked against its golden file; every fault at each of its settings, with the matrix of worst
+# outcomes and its picture (results/faults/); and the pictures of both sweeps.
 sweep: $(INSTALLED)
 	$(BIN)/crashlab sweep --variant all --check results/book.txt --out results
 	$(BIN)/crashlab sweep --loop agent --tracker all --check results/agent/golden.txt --out results/agent
 	$(BIN)/crashlab sweep --loop agent --job server-dies --check results/agent/server-dies.txt > /dev/null
 	$(BIN)/crashlab sweep --loop agent --job approval --check results/agent/approval.txt > /dev/null
+	$(BIN)/crashlab sweep --fault all --out results/faults > /dev/null
 	$(BIN)/crashlab plot --out results/sweep.png
 	$(BIN)/crashlab plot --loop agent --out results/agent/sweep.png
 

@@ -8,6 +8,7 @@ import shlex
 import shutil
 import signal
 import sys
+import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -18,7 +19,8 @@ from . import report
 from . import run as running
 from .designs import BEYOND_THE_BOOK, DESIGNS
 from .disk import SYNCS
-from .faults import FAULTS, drifting_models, expired_keys, power_cuts, reused_run_ids, wrong_answers
+from . import matrix
+from .faults import EVERY_SETTING, FAULTS, sweep_fault
 from .job import Job, JobError, find_job, shipped_jobs, shown
 from .parallel import default_workers
 from .points import HarnessError
@@ -232,8 +234,10 @@ def cli(ctx: click.Context) -> None:
               help="Processes to spread the sweep over, by first crash point. The output is the same for any number.")
 @click.option("--scheduler", metavar="tcp://HOST:PORT",
               help="Send the work to this running Dask scheduler instead (needs crashlab[dask]); same output.")
-@click.option("--fault", type=click.Choice(list(FAULTS)), default="crash", show_default=True,
-              help="What breaks, beyond the loop's process (see `crashlab faults`): power-cut takes every disk state "
+@click.option("--fault", type=click.Choice([*FAULTS, "all"]), default="crash", show_default=True,
+              help="What breaks, beyond the loop's process (see `crashlab faults`); all sweeps each fault at each "
+                   "of its settings (every variant unless --variant, --loop or --tracker says) and ends with the "
+                   "matrix of worst outcomes, which --out DIR writes with its picture. power-cut takes every disk state "
                    "a cut allows, wrong-answer each question to the person answered wrong, reused-run-id runs "
                    "the job once more, after a run under the same run ID, expired-key restarts each death "
                    "after 1 h and after 48 h.")
@@ -267,13 +271,20 @@ def sweep(job_spec: str, loop: str | None, variant: str | None, tracker: str | N
         return sweep_framework(loop, job_spec, variant or tracker, kill, depth, fmt, listing, golden or out, workers)
     check_settings(fault, sync, drift)
     if fault != "crash":
-        given = [name for name, on in (("--kill", kill), ("--no-share", replay), ("--check", golden), ("--out", out),
-                                       ("--scheduler", scheduler), ("--store", store)) if on]
+        given = [name for name, on in (("--kill", kill), ("--no-share", replay), ("--check", golden),
+                                       ("--out", out and fault != "all"), ("--scheduler", scheduler),
+                                       ("--store", store)) if on]
         if given:
             raise Failure(f"--fault {fault} sweeps in process, shared, on the memory store: it takes no {given[0]}")
+        if fault == "all":
+            if listing is not None:
+                raise Failure("--list lists the scenarios of one fault: give --fault SLUG (see `crashlab faults`)")
+            every = variant is None and tracker is None and loop is None  # the matrix: every loop, by default
+            variants = list(VARIANTS.values()) if every else choose_variants(loop, variant, tracker)
+            return show_every_fault(variants, open_job(job_spec), depth, fmt, out)
         variants = choose_variants(loop, variant, tracker)
-        return sweep_fault(fault, sync or "none", drift or "ids", variants, open_job(job_spec), job_spec, depth, fmt,
-                           listing)
+        return show_fault_sweep(fault, sync or "none", drift or "ids", variants, open_job(job_spec), job_spec, depth,
+                                fmt, listing)
     variants = choose_variants(loop, variant, tracker)
     columns = columns_for(variants, depth)
     job = open_job(job_spec)
@@ -284,12 +295,7 @@ def sweep(job_spec: str, loop: str | None, variant: str | None, tracker: str | N
             expected = report.read_golden(golden)
         except report.GoldenError as error:
             raise Failure(str(error)) from None
-    pending = None
-    if out is not None:
-        try:
-            pending = report.PendingResults(out)
-        except report.ResultsError as error:
-            raise Failure(str(error)) from None
+    pending = open_results(out)
     try:
         sweeps = sweep_all(variants, job, store or ("files" if kill else "memory"), depth, not (replay or kill),
                            workers, scheduler, kill)
@@ -331,33 +337,73 @@ def echo_listing(scenarios: Iterable[ScenarioResult], listing: str, job_spec: st
         click.echo(text.rstrip("\n"))
 
 
-def sweep_fault(fault: str, sync: str, drift: str, variants: list[Variant], job: Job, job_spec: str, depth: int,
-                fmt: str, listing: str | None) -> None:
+def show_fault_sweep(fault: str, sync: str, drift: str, variants: list[Variant], job: Job, job_spec: str, depth: int,
+                     fmt: str, listing: str | None) -> None:
     """`sweep --fault SLUG`: the fault's scenarios, one row per variant, or the list of those that `listing` picks."""
     check_handles(job, variants)
-    store = memory_stores(sync)
-    sweeps = {
-        "power-cut": lambda v: power_cuts(v, job, store, sync, depth),
-        "wrong-answer": lambda v: wrong_answers(v, job, store, depth),
-        "reused-run-id": lambda v: reused_run_ids(v, job, store, depth),
-        "expired-key": lambda v: expired_keys(v, job, store, depth),
-        "drifting-model": lambda v: drifting_models(v, job, store, drift, depth),
-    }
-    swept = [sweeps[fault](v) for v in variants]
+    swept = [sweep_fault(fault, v, job, depth, sync, drift) for v in variants]
     if listing is not None:
         setting = {"power-cut": f" --sync {sync}", "drifting-model": f" --drift {drift}"}.get(fault, "")
         options = f" --fault {fault}{setting}"
         return echo_listing((r for s in swept for r in s.scenarios()), listing, job_spec, fmt, options)
     rows = [s.record() for s in swept]
-    heads = list(rows[0])
-    shown_heads = [h for h in heads if h not in ("variant", "fault")]  # the name says the one, the command the other
     if fmt == "table":
-        click.echo(report.grid([[r[h] for h in shown_heads] for r in rows],
-                               [h.replace("_", " ") for h in shown_heads], "github"))
+        click.echo(fault_table(rows))
     elif fmt == "json":
         click.echo(json.dumps(rows, indent=2))
     else:
-        click.echo(report.csv_text(rows, heads).rstrip("\n"))
+        click.echo(report.csv_text(rows, list(rows[0])).rstrip("\n"))
+
+
+def fault_table(rows: list[dict]) -> str:
+    """A fault sweep's rows for people: the name says the variant, the command the fault."""
+    heads = [h for h in rows[0] if h not in ("variant", "fault")]
+    return report.grid([[r[h] for h in heads] for r in rows], [h.replace("_", " ") for h in heads], "github")
+
+
+def show_every_fault(variants: list[Variant], job: Job, depth: int, fmt: str, out: str | None) -> None:
+    """`sweep --fault all`: each fault at each of its settings, a table each, then the matrix of worst outcomes."""
+    check_handles(job, variants)
+    pending = open_results(out)
+    try:
+        records, tables = [], []
+        for fault, sync, drift in EVERY_SETTING:
+            began = time.perf_counter()
+            rows = [sweep_fault(fault, v, job, depth, sync, drift).record() for v in variants]
+            setting = rows[0]["setting"]
+            click.echo(f"swept {fault}{f' ({setting})' if setting else ''}: {sum(r['scenarios'] for r in rows):,} "
+                       f"scenarios in {time.perf_counter() - began:.1f} s", err=True)
+            records += rows
+            tables.append(f"## {fault}{f', {setting}' if setting else ''}\n\n{fault_table(rows)}")
+        columns, cells = matrix.matrix(records)
+        grid = report.grid([[r["name"], *(matrix.text(r[c]) for c in columns)] for r in cells], ["name", *columns],
+                           "github")
+        text = "\n\n".join([*tables, f"## the worst outcome of each fault\n\n{grid}"])
+        if pending is not None:
+            pending.put(lambda into: matrix.write(into, job, records, columns, cells, text), matrix.FILES)
+    except report.ResultsError as error:
+        raise Failure(str(error)) from None
+    finally:
+        if pending is not None:
+            pending.discard()
+    if fmt == "table":
+        click.echo(text)
+    elif fmt == "json":
+        click.echo(json.dumps({"faults": records, "matrix": cells}, indent=2))
+    else:
+        click.echo(report.csv_text(records, list(records[0])).rstrip("\n"))
+    if out is not None:
+        click.echo(f"wrote every fault's rows, the matrix and its picture to {out}/", err=True)
+
+
+def open_results(out: str | None) -> report.PendingResults | None:
+    """Where `--out` results will go, checked before the sweep begins; None without --out."""
+    if out is None:
+        return None
+    try:
+        return report.PendingResults(out)
+    except report.ResultsError as error:
+        raise Failure(str(error)) from None
 
 
 def sweep_framework(loop: str, job_spec: str, chosen: str | None, kill: bool, depth: int, fmt: str,

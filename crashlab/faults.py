@@ -42,7 +42,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
 from .job import Job
-from .sweep import Faults, ScenarioResult, StoreFactory, Tally, Variant, sweep_variant
+from .sweep import Faults, ScenarioResult, StoreFactory, Tally, Variant, memory_stores, sweep_variant
 
 #: The downtimes before a restart under expired-key, in hours: ~1 an hour, well within the 24 a
 #: keyed tracker keeps a key (`world.KEY_RETENTION`); ~2 two days, past it.
@@ -110,6 +110,36 @@ class FaultSweep:
             "dups": t.dups, "missing": t.missing, "wrong": t.wrong, "asks": t.asks, "stuck": t.stuck,
             "orphans": t.orphans,
         }
+
+
+def crashes(variant: Variant, job: Job, store: StoreFactory, depth: int = 2) -> FaultSweep:
+    """The chapter's sweep, in a fault sweep's row: its scenarios are the crash scenarios."""
+    crash = sweep_variant(variant, job, store, depth)
+    return FaultSweep(variant.slug, variant.name, "crash", "", crash.tally.scenarios, crash.tally, crash.scenarios)
+
+
+def sweep_fault(fault: str, variant: Variant, job: Job, depth: int = 2, sync: str = "none",
+                drift: str = "ids") -> FaultSweep:
+    """`variant`'s sweep under `fault`, at the setting it takes (`sync` for a power cut, `drift` for a model)."""
+    store = memory_stores(sync)
+    if fault == "power-cut":
+        return power_cuts(variant, job, store, sync, depth)
+    if fault == "drifting-model":
+        return drifting_models(variant, job, store, drift, depth)
+    sweeps = {"crash": crashes, "wrong-answer": wrong_answers, "reused-run-id": reused_run_ids,
+              "expired-key": expired_keys}
+    return sweeps[fault](variant, job, store, depth)
+
+
+#: Every fault at each of its settings, as `--fault all` sweeps them: (fault, sync, drift).
+EVERY_SETTING: tuple[tuple[str, str, str], ...] = (
+    ("crash", "none", "ids"),
+    *(("power-cut", sync, "ids") for sync in ("none", "file", "full")),
+    ("wrong-answer", "none", "ids"),
+    *(("drifting-model", "none", drift) for drift in ("ids", "order")),
+    ("reused-run-id", "none", "ids"),
+    ("expired-key", "none", "ids"),
+)
 
 
 def wrong_answers(variant: Variant, job: Job, store: StoreFactory, depth: int = 2) -> FaultSweep:

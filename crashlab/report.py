@@ -11,7 +11,7 @@ import shlex
 import shutil
 import sys
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -169,12 +169,16 @@ class PendingResults:
             raise ResultsError(f"cannot write results to {out}: {error.strerror}") from None
 
     def commit(self, job: Job, rows: Sequence[Row], scenarios: Iterable[ScenarioResult], columns: Columns) -> None:
+        self.put(lambda into: write_results(into, job, rows, scenarios, columns), RESULT_FILES)
+
+    def put(self, write: Callable[[Path], None], names: Sequence[str]) -> None:
+        """Write the files `names` with `write` into the hidden directory, then put them in place."""
         try:
-            write_results(self.temp, job, rows, scenarios, columns)
+            write(self.temp)
             if not self.out.exists():
                 os.rename(self.temp, self.out)
                 return
-            for name in RESULT_FILES:
+            for name in names:
                 os.replace(self.temp / name, self.out / name)
         except OSError as error:
             raise ResultsError(f"cannot write results to {self.out}: {error.strerror}") from None
