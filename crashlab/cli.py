@@ -15,18 +15,25 @@ from pathlib import Path
 import click
 
 from . import explain as explaining
-from . import report
+from . import matrix, report
 from . import run as running
 from .designs import BEYOND_THE_BOOK, DESIGNS
 from .disk import SYNCS
-from . import matrix
-from .faults import EVERY_SETTING, FAULTS, sweep_fault
+from .faults import EVERY_SETTING, FAULTS, SETTING_OF, sweep_fault
 from .job import Job, JobError, find_job, shipped_jobs, shown
 from .parallel import default_workers
 from .points import HarnessError
 from .store import STORE_KINDS
-from .sweep import AGENTS, VARIANTS, ScenarioResult, Variant, VariantSweep, memory_stores, run_scenario
-from .world import DRIFTS, TRACKER_MODES
+from .sweep import (
+    AGENTS,
+    VARIANTS,
+    ScenarioResult,
+    Variant,
+    VariantSweep,
+    memory_stores,
+    run_scenario,
+)
+from .world import COMMITS, DRIFTS, TRACKER_MODES
 
 DEFAULT_JOB = "triage"
 #: `sweep --depth`: deeper than this, the scenarios of even a small job outnumber what a machine can run.
@@ -152,16 +159,21 @@ sync_option = click.option(
          "the directory after it too (the file store's default, and what `crashlab run` does).")
 
 
+commit_option = click.option(
+    "--commit", type=click.Choice(COMMITS), default=None, show_default="ack-first",
+    help="With --fault tracker-crash, how the tracker makes a request durable: ack-first answers, then commits; "
+         "two-step commits the record, then its key; one-txn commits both in one transaction, then answers.")
 drift_option = click.option(
     "--drift", type=click.Choice(DRIFTS), default=None, show_default="ids",
     help="With --fault drifting-model, how the model answers a turn it is asked for again: ids, with call IDs "
          "of its own making; order, with those and its calls in another order.")
 
 
-def check_settings(fault: str, sync: str | None, drift: str | None) -> None:
+def check_settings(fault: str, sync: str | None, drift: str | None, commit: str | None) -> None:
     """A fault's setting given without its fault is refused, never ignored."""
     for option, value, owner, says in (("--sync", sync, "power-cut", "what a power cut finds on the disk"),
-                                       ("--drift", drift, "drifting-model", "how a drifting model answers")):
+                                       ("--drift", drift, "drifting-model", "how a drifting model answers"),
+                                       ("--commit", commit, "tracker-crash", "how a crashing tracker commits")):
         if value is not None and fault != owner:
             raise Failure(f"{option} says {says}: it needs --fault {owner}, not {fault}")
 
@@ -242,6 +254,7 @@ def cli(ctx: click.Context) -> None:
                    "the job once more, after a run under the same run ID, expired-key restarts each death "
                    "after 1 h and after 48 h.")
 @sync_option
+@commit_option
 @drift_option
 @click.option("--kill", is_flag=True,
               help="Make every process of every scenario a real OS process, forked from this one, that SIGKILLs "
@@ -249,7 +262,8 @@ def cli(ctx: click.Context) -> None:
                    "store (a memory store cannot outlive a real death) and re-executes every scenario (--no-share).")
 def sweep(job_spec: str, loop: str | None, variant: str | None, tracker: str | None, store: str | None, fmt: str,
           golden: str | None, listing: str | None, out: str | None, depth: int, replay: bool, workers: int,
-          scheduler: str | None, fault: str, sync: str | None, drift: str | None, kill: bool) -> None:
+          scheduler: str | None, fault: str, sync: str | None, commit: str | None, drift: str | None,
+          kill: bool) -> None:
     """Crash the loop at every point, and its restart at every point, and count the damage.
 
     \b
@@ -269,7 +283,7 @@ def sweep(job_spec: str, loop: str | None, variant: str | None, tracker: str | N
         raise Failure("--kill needs --store files: a memory store cannot outlive a real death")
     if loop in FRAMEWORKS:
         return sweep_framework(loop, job_spec, variant or tracker, kill, depth, fmt, listing, golden or out, workers)
-    check_settings(fault, sync, drift)
+    check_settings(fault, sync, drift, commit)
     if fault != "crash":
         given = [name for name, on in (("--kill", kill), ("--no-share", replay), ("--check", golden),
                                        ("--out", out and fault != "all"), ("--scheduler", scheduler),
@@ -283,8 +297,8 @@ def sweep(job_spec: str, loop: str | None, variant: str | None, tracker: str | N
             variants = list(VARIANTS.values()) if every else choose_variants(loop, variant, tracker)
             return show_every_fault(variants, open_job(job_spec), depth, fmt, out)
         variants = choose_variants(loop, variant, tracker)
-        return show_fault_sweep(fault, sync or "none", drift or "ids", variants, open_job(job_spec), job_spec, depth,
-                                fmt, listing)
+        settings = {"sync": sync or "none", "drift": drift or "ids", "commit": commit or "ack-first"}
+        return show_fault_sweep(fault, settings, variants, open_job(job_spec), job_spec, depth, fmt, listing)
     variants = choose_variants(loop, variant, tracker)
     columns = columns_for(variants, depth)
     job = open_job(job_spec)
@@ -337,14 +351,17 @@ def echo_listing(scenarios: Iterable[ScenarioResult], listing: str, job_spec: st
         click.echo(text.rstrip("\n"))
 
 
-def show_fault_sweep(fault: str, sync: str, drift: str, variants: list[Variant], job: Job, job_spec: str, depth: int,
-                     fmt: str, listing: str | None) -> None:
-    """`sweep --fault SLUG`: the fault's scenarios, one row per variant, or the list of those that `listing` picks."""
+def show_fault_sweep(fault: str, settings: dict[str, str], variants: list[Variant], job: Job, job_spec: str,
+                     depth: int, fmt: str, listing: str | None) -> None:
+    """`sweep --fault SLUG`: the fault's scenarios, one row per variant, or the list of those that `listing` picks.
+
+    `settings` holds each fault's setting (sync, drift, commit); the fault takes its own.
+    """
     check_handles(job, variants)
-    swept = [sweep_fault(fault, v, job, depth, sync, drift) for v in variants]
+    swept = [sweep_fault(fault, v, job, depth, **settings) for v in variants]
     if listing is not None:
-        setting = {"power-cut": f" --sync {sync}", "drifting-model": f" --drift {drift}"}.get(fault, "")
-        options = f" --fault {fault}{setting}"
+        name = SETTING_OF.get(fault)
+        options = f" --fault {fault}" + (f" --{name} {settings[name]}" if name else "")
         return echo_listing((r for s in swept for r in s.scenarios()), listing, job_spec, fmt, options)
     rows = [s.record() for s in swept]
     if fmt == "table":
@@ -367,9 +384,9 @@ def show_every_fault(variants: list[Variant], job: Job, depth: int, fmt: str, ou
     pending = open_results(out)
     try:
         records, tables = [], []
-        for fault, sync, drift in EVERY_SETTING:
+        for fault, name, value in EVERY_SETTING:
             began = time.perf_counter()
-            rows = [sweep_fault(fault, v, job, depth, sync, drift).record() for v in variants]
+            rows = [sweep_fault(fault, v, job, depth, **({name: value} if name else {})).record() for v in variants]
             setting = rows[0]["setting"]
             click.echo(f"swept {fault}{f' ({setting})' if setting else ''}: {sum(r['scenarios'] for r in rows):,} "
                        f"scenarios in {time.perf_counter() - began:.1f} s", err=True)
@@ -548,8 +565,10 @@ def point_lines(rows: list[dict], width: int) -> list[str]:
                    "and expired-key IDs a downtime; wrong-answer IDs a final ~K; reused-run-id IDs are the "
                    "crash sweep's.")
 @sync_option
+@commit_option
 @drift_option
-def explain(scenario: str, job_spec: str, fmt: str, fault: str, sync: str | None, drift: str | None) -> None:
+def explain(scenario: str, job_spec: str, fmt: str, fault: str, sync: str | None, commit: str | None,
+            drift: str | None) -> None:
     """Tell the story of one SCENARIO, process by process, and its verdict.
 
     SCENARIO is SLUG:I (crash the first process at its I-th point) or SLUG:I:J (also crash the
@@ -561,14 +580,14 @@ def explain(scenario: str, job_spec: str, fmt: str, fault: str, sync: str | None
     loop = next((loop for loop in FRAMEWORKS if scenario.startswith(f"{loop}-")), None)
     if loop is not None:
         return explain_framework(loop, scenario, open_job(job_spec), fmt)
-    check_settings(fault, sync, drift)
+    check_settings(fault, sync, drift, commit)
     try:
         explaining.parse_scenario_id(scenario, fault)
     except explaining.ScenarioError as error:
         raise Failure(str(error)) from None
     job = open_job(job_spec)
     try:
-        run = explaining.find_scenario(scenario, job, fault, sync or "none", drift or "ids")
+        run = explaining.find_scenario(scenario, job, fault, sync or "none", drift or "ids", commit or "ack-first")
     except explaining.ScenarioError as error:
         raise Failure(str(error)) from None
     told = explaining.story(run, job)

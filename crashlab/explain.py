@@ -88,11 +88,12 @@ def find_variant(slug: str) -> Variant:
     return VARIANTS[slug]
 
 
-def find_scenario(scenario_id: str, job: Job, fault: str = "crash", sync: str = "none", drift: str = "ids"
-                  ) -> ScenarioRun:
+def find_scenario(scenario_id: str, job: Job, fault: str = "crash", sync: str = "none", drift: str = "ids",
+                  commit: str = "ack-first") -> ScenarioRun:
     """Run the scenario an ID names, after checking that this job has it: each crash point in range.
 
-    A power cut's scenario runs on a store that syncs as `sync` says, a drifting model's as `drift` says.
+    A power cut's scenario runs on a store that syncs as `sync` says, a drifting model's as `drift`
+    says, a crashing tracker's as `commit` says.
     """
     chosen = f" under --sync {sync}" if fault == "power-cut" else ""
     parsed = parse_scenario_id(scenario_id, fault)
@@ -101,7 +102,7 @@ def find_scenario(scenario_id: str, job: Job, fault: str = "crash", sync: str = 
         raise ScenarioError(reason)
     crashes, choices = parsed.crashes, parsed.choices
     try:
-        return _checked(variant, job, crashes, store, faults_of(fault, parsed.wrong_at, drift), choices)
+        return _checked(variant, job, crashes, store, faults_of(fault, parsed.wrong_at, drift, commit), choices)
     except NoSuchChoice as error:
         raise ScenarioError(f"{error}{chosen}") from None
 

@@ -16,6 +16,11 @@ allows, newest first, as scenarios of their own: ``keys-markers:12~2`` is the se
 point 12 allows (``~1`` is always what a process crash leaves). A restart that finds an empty or torn
 file cannot read it: the scenario is `stuck` (the loop refuses it, never starting afresh silently).
 
+`tracker-crash`: the tracker dies with the loop and restarts from what it made durable. How it
+makes a request durable (`world.COMMITS`) brings its own crash points, which number among the
+loop's: a tracker that answers before it commits loses the effect, one that commits the key after
+the record loses the key, one that commits both before it answers loses nothing anyone heard of.
+
 `reused-run-id`: before the scenario, an earlier run of the same job (yesterday's triage) ran to the
 end under the run ID this one starts with, and the scripted model repeats its call IDs, so a loop
 that reuses the run ID sends yesterday's keys. A keyed tracker answers them from yesterday's records:
@@ -41,8 +46,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
+from .disk import SYNCS
 from .job import Job
 from .sweep import Faults, ScenarioResult, StoreFactory, Tally, Variant, memory_stores, sweep_variant
+from .world import COMMITS, DRIFTS
 
 #: The downtimes before a restart under expired-key, in hours: ~1 an hour, well within the 24 a
 #: keyed tracker keeps a key (`world.KEY_RETENTION`); ~2 two days, past it.
@@ -51,11 +58,12 @@ DOWNTIMES = (1.0, 48.0)
 CHOOSING = {"power-cut": "the disk state it left", "expired-key": "the downtime before its restart (~1 1 h, ~2 48 h)"}
 
 
-def faults_of(fault: str, wrong_at: int = 0, drift: str = "ids") -> Faults:
+def faults_of(fault: str, wrong_at: int = 0, drift: str = "ids", commit: str = "ack-first") -> Faults:
     """What breaks in a scenario swept under `fault`: under wrong-answer the `wrong_at`-th answer,
-    under drifting-model the model's answers, as `drift` says."""
+    under drifting-model the model's answers, as `drift` says, under tracker-crash the tracker, as
+    `commit` says."""
     return Faults(wrong_at, power_cut=fault == "power-cut", reused_run_id=fault == "reused-run-id",
-                  drift=drift if fault == "drifting-model" else "",
+                  drift=drift if fault == "drifting-model" else "", commit=commit if fault == "tracker-crash" else "",
                   downtimes=DOWNTIMES if fault == "expired-key" else ())
 
 
@@ -74,6 +82,11 @@ FAULTS: dict[str, Fault] = {f.slug: f for f in (
                        "or torn",
           "for each crash point, one scenario per disk state the syncs allow (ID SLUG:I~S:J~T, ~1 the crash's); "
           "stuck: an unreadable checkpoint"),
+    Fault("tracker-crash", "the tracker dies with the loop, and restarts from what it made durable: it answers "
+                           "before it commits (--commit ack-first), commits the record then the key (two-step), or "
+                           "both in one transaction, then answers (one-txn)",
+          "the tracker's own crash points, applied (in its memory only) and record-committed (two-step), among the "
+          "loop's; IDs SLUG:I:J over them"),
     Fault("wrong-answer", "the person answers one 'did it happen?' question wrong: 'no' when it did, 'yes, #N' when "
                           "it did not",
           "for each question a crash scenario asks, that scenario with that one answer wrong (ID SLUG:I:J~K)"),
@@ -118,27 +131,33 @@ def crashes(variant: Variant, job: Job, store: StoreFactory, depth: int = 2) -> 
     return FaultSweep(variant.slug, variant.name, "crash", "", crash.tally.scenarios, crash.tally, crash.scenarios)
 
 
-def sweep_fault(fault: str, variant: Variant, job: Job, depth: int = 2, sync: str = "none",
-                drift: str = "ids") -> FaultSweep:
-    """`variant`'s sweep under `fault`, at the setting it takes (`sync` for a power cut, `drift` for a model)."""
+def sweep_fault(fault: str, variant: Variant, job: Job, depth: int = 2, sync: str = "none", drift: str = "ids",
+                commit: str = "ack-first") -> FaultSweep:
+    """`variant`'s sweep under `fault`, at the setting it takes (`sync` for a power cut, `drift` for a
+    model, `commit` for a tracker)."""
     store = memory_stores(sync)
     if fault == "power-cut":
         return power_cuts(variant, job, store, sync, depth)
     if fault == "drifting-model":
-        return drifting_models(variant, job, store, drift, depth)
+        return _swept(variant, job, store, depth, fault, f"drift {drift}", faults_of(fault, drift=drift))
+    if fault == "tracker-crash":
+        return _swept(variant, job, store, depth, fault, f"commit {commit}", faults_of(fault, commit=commit))
     sweeps = {"crash": crashes, "wrong-answer": wrong_answers, "reused-run-id": reused_run_ids,
               "expired-key": expired_keys}
     return sweeps[fault](variant, job, store, depth)
 
 
-#: Every fault at each of its settings, as `--fault all` sweeps them: (fault, sync, drift).
+#: The option that sets a fault, for the faults that take one.
+SETTING_OF = {"power-cut": "sync", "tracker-crash": "commit", "drifting-model": "drift"}
+#: Every fault at each of its settings, as `--fault all` sweeps them: (fault, setting name, its value).
 EVERY_SETTING: tuple[tuple[str, str, str], ...] = (
-    ("crash", "none", "ids"),
-    *(("power-cut", sync, "ids") for sync in ("none", "file", "full")),
-    ("wrong-answer", "none", "ids"),
-    *(("drifting-model", "none", drift) for drift in ("ids", "order")),
-    ("reused-run-id", "none", "ids"),
-    ("expired-key", "none", "ids"),
+    ("crash", "", ""),
+    *(("power-cut", "sync", sync) for sync in SYNCS),
+    *(("tracker-crash", "commit", commit) for commit in COMMITS),
+    ("wrong-answer", "", ""),
+    *(("drifting-model", "drift", drift) for drift in DRIFTS),
+    ("reused-run-id", "", ""),
+    ("expired-key", "", ""),
 )
 
 
@@ -161,27 +180,23 @@ def wrong_answers(variant: Variant, job: Job, store: StoreFactory, depth: int = 
 
 def power_cuts(variant: Variant, job: Job, store: StoreFactory, sync: str, depth: int = 2) -> FaultSweep:
     """Every scenario of up to `depth` power cuts, each leaving one of the disk states `store`'s syncs allow."""
-    return _swept(variant, job, store, depth, "power-cut", f"sync {sync}")
+    return _swept(variant, job, store, depth, "power-cut", f"sync {sync}", faults_of("power-cut"))
 
 
 def reused_run_ids(variant: Variant, job: Job, store: StoreFactory, depth: int = 2) -> FaultSweep:
     """Every crash scenario of up to `depth` crashes, run after an earlier run that had the same run ID."""
-    return _swept(variant, job, store, depth, "reused-run-id", "")
-
-
-def drifting_models(variant: Variant, job: Job, store: StoreFactory, drift: str, depth: int = 2) -> FaultSweep:
-    """Every scenario of up to `depth` crashes, the model answering a turn asked again as `drift` says."""
-    return _swept(variant, job, store, depth, "drifting-model", f"drift {drift}", drift)
+    return _swept(variant, job, store, depth, "reused-run-id", "", faults_of("reused-run-id"))
 
 
 def expired_keys(variant: Variant, job: Job, store: StoreFactory, depth: int = 2) -> FaultSweep:
     """Every scenario of up to `depth` crashes, each restart after one of the `DOWNTIMES`."""
-    return _swept(variant, job, store, depth, "expired-key", "downtime " + " or ".join(f"{h:g} h" for h in DOWNTIMES))
+    setting = "downtime " + " or ".join(f"{h:g} h" for h in DOWNTIMES)
+    return _swept(variant, job, store, depth, "expired-key", setting, faults_of("expired-key"))
 
 
 def _swept(variant: Variant, job: Job, store: StoreFactory, depth: int, fault: str, setting: str,
-           drift: str = "ids") -> FaultSweep:
-    """The sweep under `fault`, whose scenarios are the crash sweep's or grow out of them one choice at a time."""
+           faults: Faults) -> FaultSweep:
+    """The sweep under `faults`, beside the crash sweep whose scenarios it starts from."""
     crash = sweep_variant(variant, job, store, depth)
-    under = sweep_variant(variant, job, store, depth, faults=faults_of(fault, drift=drift))
+    under = sweep_variant(variant, job, store, depth, faults=faults)
     return FaultSweep(variant.slug, variant.name, fault, setting, crash.tally.scenarios, under.tally, under.scenarios)

@@ -32,8 +32,8 @@ OUTCOMES: tuple[tuple[str, str], ...] = (
 
 def column(record: Mapping[str, Any]) -> str:
     """A fault sweep's column head: the fault, and the setting it was swept with if it has one."""
-    setting = str(record["setting"]).split(" ", 1)[-1] if record["fault"] in ("power-cut", "drifting-model") else ""
-    return f"{record['fault']} {setting}".strip()
+    chosen = record["fault"] in ("power-cut", "tracker-crash", "drifting-model")
+    return f"{record['fault']} {record['setting'].split(' ', 1)[-1]}" if chosen else record["fault"]
 
 
 def worst(record: Mapping[str, Any]) -> tuple[str, int]:

@@ -153,6 +153,7 @@ class SqliteTracker:
     honours_keys = Tracker.honours_keys
     answers_lookups = Tracker.answers_lookups
     search = Tracker.search
+    commit = ""  # a durable tracker: see `unsaved`
 
     def request(self, call: Call, args: dict[str, Any], key: str | None = None) -> int:
         """Apply a changing request; the record and its key are committed before the answer leaves."""
@@ -196,6 +197,10 @@ class SqliteTracker:
     def key_times(self) -> dict[str, float]:
         """A world in a database keeps no clock: its keys were all made at hour 0, and never expire."""
         return dict.fromkeys(self.db.keys(), 0.0)
+
+    def unsaved(self) -> tuple[int, frozenset[str]]:
+        """Nothing: a record and its key commit in one transaction before the answer leaves."""
+        return 0, frozenset()
 
 
 class DurableSet(MutableSet[str]):

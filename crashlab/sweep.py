@@ -29,7 +29,7 @@ from .durable import Durable
 from .job import Call, Job
 from .points import Crash, HarnessError, Recorder, Where
 from .store import FileStore, MemoryStore, Store
-from .world import TRACKER_MODES, Record, World, intended
+from .world import TRACKER_MODES, Record, World, WorldState, intended
 
 
 class Variant(Protocol):
@@ -65,6 +65,7 @@ class Faults:
     power_cut: bool = False  # each death is a power cut: the disk keeps only what the store's syncs made durable
     reused_run_id: bool = False  # an earlier run of the job, under the same run ID, has already run to the end
     drift: str = ""  # how the model answers a turn asked again (see `world.DRIFTS`); "" repeats the script
+    commit: str = ""  # how the tracker makes a request durable (see `world.COMMITS`); "" it loses none
     downtimes: tuple[float, ...] = ()  # the hours a restart may come after its death: each a scenario of its own
 
     @property
@@ -195,6 +196,9 @@ def run_scenario(variant: Variant, job: Job, crashes: tuple[int, ...], store: St
             durable, what = _power_cut(durable, store(points), choices[k], points)
             left.append(f"the power cut left {what}")
         start = Durable.of(world, durable)
+        if faults.commit:  # the tracker died too, and restarts from what it made durable
+            left.append(_tracker_lost(world, start.world))
+            world = World.restore(start.world, job, points)
         if faults.downtimes:
             world.clock.hours += _chosen(faults.downtimes, choices[k], points)
             left.append(f"it starts {world.clock.hours - start.world.hours:g} h after the death: "
@@ -213,7 +217,7 @@ def new_world(variant: Variant, job: Job, store: StoreFactory, points: Recorder,
     """
     if not faults.reused_run_id:
         return World.new(job, points, variant.tracker_mode, desk=variant.desk, wrong_at=faults.wrong_at,
-                         drift=faults.drift)
+                         drift=faults.drift, commit=faults.commit)
     before = Recorder((), f"{points.scenario}, the earlier run", process=-1)
     world = World.new(job, before, variant.tracker_mode, desk=variant.desk)
     before.start_process()
@@ -239,6 +243,17 @@ def _power_cut(old: Store, new: Store, state: int, points: Recorder) -> tuple[St
     what, files = _chosen(old.survivors(), state, points, "disk states")
     new.restore(files)
     return new, what.what
+
+
+def _tracker_lost(world: World, left: WorldState) -> str:
+    """What the tracker of `world` loses when it dies and restarts from `left`, as people read it."""
+    tracker, kept = world.tracker, dict(left.keys)
+    lost = [f"{r.kind} #{r.number} ({r.call})" for r in tracker.records[len(left.records):]]
+    lost += [f"the key of {r.call}" for r in tracker.records[: len(left.records)] if r.key in tracker.keys()
+             and r.key not in kept and tracker.keys()[r.key] == r.number]
+    if not lost:
+        return "the tracker had made every request durable"
+    return f"the tracker lost {', '.join(lost)}: not yet durable"
 
 
 def _chosen(allowed: Sequence[Any], choice: int, points: Recorder, what: str = "downtimes") -> Any:

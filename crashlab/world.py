@@ -17,6 +17,10 @@ from .points import Recorder
 
 #: What a tracker does with an idempotency key or client token sent with a changing request.
 TRACKER_MODES = ("keyed", "keyless", "lookup")
+#: How a tracker makes a request durable, under the fault `tracker-crash` (a durable tracker, the
+#: chapter's, loses nothing): it answers, then commits at its next request (a write-behind cache);
+#: it commits the record, then its key; it commits both in one transaction, then answers.
+COMMITS = ("ack-first", "two-step", "one-txn")
 #: How long a keyed tracker holds a key for answering its repeats, in hours (Stripe's 24).
 KEY_RETENTION = 24.0
 
@@ -50,6 +54,7 @@ class TrackerProtocol(Protocol):
 
     points: Recorder
     mode: str
+    commit: str  # how it makes a request durable, as the fault `tracker-crash` varies it: see COMMITS
 
     @property
     def records(self) -> list[Record]: ...
@@ -74,6 +79,9 @@ class TrackerProtocol(Protocol):
     def key_times(self) -> dict[str, float]:
         """When each key was last applied, in the world's hours: what its retention counts from."""
 
+    def unsaved(self) -> tuple[int, frozenset[str]]:
+        """What a death would take from the tracker: its newest records and the keys not yet durable."""
+
 
 class Tracker:
     """The issue tracker. Its records outlive every crash.
@@ -85,9 +93,13 @@ class Tracker:
     A keyed tracker honours a key for `KEY_RETENTION` hours after it applied it, then forgets it,
     and a repeat is applied again. A lookup is not bound by it: a record keeps the key it was made
     with, as Stripe's objects keep their metadata, so the receiver can still be asked about it.
+
+    `commit` (one of COMMITS, under the fault `tracker-crash`) says how it makes a request durable,
+    with crash points of its own: ``applied`` (in its memory only) and, committing in two steps,
+    ``record-committed`` (the record durable, its key not). Without one, it loses nothing.
     """
 
-    def __init__(self, points: Recorder, mode: str = "keyed", clock: Clock | None = None):
+    def __init__(self, points: Recorder, mode: str = "keyed", clock: Clock | None = None, commit: str = ""):
         if mode not in TRACKER_MODES:
             raise ValueError(f"unknown tracker mode {mode!r} (valid: {', '.join(TRACKER_MODES)})")
         self.points = points
@@ -98,6 +110,9 @@ class Tracker:
         self._comments = 0
         self._by_key: dict[str, int] = {}
         self._key_times: dict[str, float] = {}
+        self.commit = commit
+        self._unsaved_records = 0  # the newest records, not yet durable
+        self._unsaved_keys: set[str] = set()
 
     @property
     def honours_keys(self) -> bool:
@@ -110,6 +125,8 @@ class Tracker:
     def request(self, call: Call, args: dict[str, Any], key: str | None = None) -> int:
         """Apply a changing request (create or comment) and return the new record's number."""
         self.points.guard("a tracker request made")
+        if self.commit == "ack-first":
+            self._commit()  # the last request's write, behind its answer
         known = key is not None and self.honours_keys and key in self._by_key
         forgot = known and self.clock.hours - self._key_times[key] >= KEY_RETENTION
         if known and not forgot:
@@ -126,10 +143,25 @@ class Tracker:
         self.records.append(record)
         if key is not None and self.mode != "keyless" and (key not in self._by_key or forgot):
             self._by_key[key], self._key_times[key] = record.number, self.clock.hours
+            self._unsaved_keys.add(key)
+        self._unsaved_records += 1
         self.points.note("request", call.tool, call=call.id, key=key, applied=True, answer=record.number,
                          forgot=forgot)
+        if self.commit:
+            self.points.hit("applied")  # in the tracker's memory only
+        if self.commit == "two-step":
+            self._unsaved_records = 0
+            self.points.hit("record-committed")  # the record is durable, its key not yet
+        if self.commit != "ack-first":
+            self._commit()
         self.points.hit("accepted")
         return record.number
+
+    def _commit(self) -> None:
+        self._unsaved_records, self._unsaved_keys = 0, set()
+
+    def unsaved(self) -> tuple[int, frozenset[str]]:
+        return self._unsaved_records, frozenset(self._unsaved_keys)
 
     def search(self, call: Call, query: str) -> list[int]:
         """Read only: the issues whose text mentions `query`. Repeating it is always harmless."""
@@ -336,6 +368,7 @@ class WorldState:
     hours: float = 0.0  # the world's clock
     key_times: tuple[tuple[str, float], ...] = ()
     drift: str = ""  # how the model answers a turn asked again (the fault `drifting-model`), "" as scripted
+    commit: str = ""  # how the tracker makes a request durable (the fault `tracker-crash`), "" it loses none
     asked: tuple[tuple[int, int], ...] = ()  # how many times the model was asked for each turn
 
 
@@ -362,21 +395,24 @@ class World:
     @classmethod
     def new(
         cls, job: Job, points: Recorder, tracker_mode: str = "keyed", approves: bool = True, desk: str = "remembers",
-        wrong_at: int = 0, drift: str = "",
+        wrong_at: int = 0, drift: str = "", commit: str = "",
     ) -> World:
         clock = Clock()
-        tracker = Tracker(points, tracker_mode, clock)
+        tracker = Tracker(points, tracker_mode, clock, commit)
         person = Person(points, tracker, approves, wrong_at)
         return cls(tracker, person, ApprovalDesk(points, person, desk), Model(points, job, drift), clock=clock)
 
     def state(self) -> WorldState:
-        desk = self.desk
+        """What a death leaves: all of it, but what the tracker had not yet made durable."""
+        desk, tracker = self.desk, self.tracker
+        lost, lost_keys = tracker.unsaved()
+        records = tracker.records[: len(tracker.records) - lost]
         return WorldState(
-            tracker_mode=self.tracker.mode,
+            tracker_mode=tracker.mode,
             desk_mode="remembers" if desk.remembers else "forgets",
             approves=self.person.approves,
-            records=tuple(self.tracker.records),
-            keys=tuple(sorted(self.tracker.keys().items())),
+            records=tuple(records),
+            keys=tuple(sorted((k, n) for k, n in tracker.keys().items() if k not in lost_keys)),
             asks=self.person.asks,
             approvals=self.person.approvals,
             pending=tuple(sorted(desk._pending)),
@@ -386,15 +422,17 @@ class World:
             wrong_at=self.person.wrong_at,
             earlier=self.earlier,
             hours=self.clock.hours,
-            key_times=tuple(sorted(self.tracker.key_times().items())),
+            key_times=tuple(sorted((k, t) for k, t in tracker.key_times().items() if k not in lost_keys)),
             drift=self.model.drift,
+            commit=tracker.commit,
             asked=tuple(sorted(self.model.asked.items())),
         )
 
     @classmethod
     def restore(cls, state: WorldState, job: Job, points: Recorder) -> World:
         """A world in memory that holds exactly `state`, for a restart to run against."""
-        world = cls.new(job, points, state.tracker_mode, state.approves, state.desk_mode, state.wrong_at, state.drift)
+        world = cls.new(job, points, state.tracker_mode, state.approves, state.desk_mode, state.wrong_at, state.drift,
+                        state.commit)
         tracker = world.tracker
         tracker.records = list(state.records)
         tracker._issues = sum(1 for r in state.records if r.kind == "issue")

@@ -128,10 +128,11 @@ def main() -> None:
             print(f"| {changing} | {scenarios:,} | {seconds:.2f} | {peak} |")
 
 
-    print("\n## each fault's sweep (--fault), the designs (per-turn-keys too) and the agent's loop, depth 2, in process")
+    print("\n## each fault's sweep (--fault), every design and the agent's loop, depth 2, in process")
     cuts = (["power-cut", "--sync", sync] for sync in ("full", "file", "none"))
+    commits = (["tracker-crash", "--commit", commit] for commit in ("ack-first", "two-step", "one-txn"))
     drifts = (["drifting-model", "--drift", drift] for drift in ("ids", "order"))
-    for fault in (["wrong-answer"], *drifts, ["reused-run-id"], ["expired-key"], *cuts):
+    for fault in (["wrong-answer"], *drifts, ["reused-run-id"], ["expired-key"], *commits, *cuts):
         seconds, peak, rows = sweep_rows("--variant", EVERY_VARIANT, "--fault", *fault, repeat=args.repeat)
         print(f"{' '.join(fault)}: {sum(row['scenarios'] for row in rows):,} scenarios in {seconds:.2f} s, "
               f"peak {peak} MiB")

@@ -51,7 +51,7 @@ def test_on_any_job_the_lookup_rung_spares_the_person_and_so_every_wrong_answer(
 
 def test_faults_lists_every_fault_with_what_it_breaks(cli):
     code, out, err = cli("faults", "--format", "json")
-    slugs = ["crash", "power-cut", "wrong-answer", "drifting-model", "reused-run-id", "expired-key"]
+    slugs = ["crash", "power-cut", "tracker-crash", "wrong-answer", "drifting-model", "reused-run-id", "expired-key"]
     assert code == 0 and [f["slug"] for f in json.loads(out)] == list(FAULTS) == slugs
     code, out, err = cli("faults")
     assert code == 0 and out.startswith("crash ") and "\nwrong-answer " in out and "\npower-cut " in out
@@ -65,7 +65,7 @@ def test_sweep_fault_wrong_answer_prints_the_rows_and_refuses_what_it_cannot_do(
         code, out, err = cli("sweep", "--fault", "wrong-answer", *extra)
         assert (code, out) == (2, "") and f"it takes no {extra[0]}" in err
     code, out, err = cli("sweep", "--fault", "power-switch")
-    assert code == 2 and "'power-switch' is not one of 'crash', 'power-cut', 'wrong-answer', 'drifting-model'" in err
+    assert code == 2 and "'power-switch' is not one of 'crash', 'power-cut', 'tracker-crash', 'wrong-answer'" in err
     code, out, err = cli("sweep", "--fault", "wrong-answer", "--variant", "markers", "--list", "missing")
     first = out.splitlines()[0].split()
     assert code == 0 and first[0].endswith(("~1", "~2")) and first[-2:] == ["--fault", "wrong-answer"]
