@@ -247,12 +247,9 @@ def cli(ctx: click.Context) -> None:
 @click.option("--scheduler", metavar="tcp://HOST:PORT",
               help="Send the work to this running Dask scheduler instead (needs crashlab[dask]); same output.")
 @click.option("--fault", type=click.Choice([*FAULTS, "all"]), default="crash", show_default=True,
-              help="What breaks, beyond the loop's process (see `crashlab faults`); all sweeps each fault at each "
-                   "of its settings (every variant unless --variant, --loop or --tracker says) and ends with the "
-                   "matrix of worst outcomes, which --out DIR writes with its picture. power-cut takes every disk state "
-                   "a cut allows, wrong-answer each question to the person answered wrong, reused-run-id runs "
-                   "the job once more, after a run under the same run ID, expired-key restarts each death "
-                   "after 1 h and after 48 h.")
+              help="What breaks, beyond the loop's process: see `crashlab faults` for each. all sweeps each fault "
+                   "at each of its settings (every variant unless --variant, --loop or --tracker says) and ends "
+                   "with the matrix of worst outcomes, which --out DIR writes with its picture.")
 @sync_option
 @commit_option
 @drift_option
@@ -562,8 +559,8 @@ def point_lines(rows: list[dict], width: int) -> list[str]:
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--fault", type=click.Choice(list(FAULTS)), default="crash", show_default=True,
               help="The fault the scenario was swept under: power-cut IDs carry a disk state per crash, I~S, "
-                   "and expired-key IDs a downtime; wrong-answer IDs a final ~K; reused-run-id IDs are the "
-                   "crash sweep's.")
+                   "and expired-key IDs a downtime; wrong-answer IDs a final ~K; the others' are as the crash "
+                   "sweep's (tracker-crash numbers the tracker's points among the loop's).")
 @sync_option
 @commit_option
 @drift_option

@@ -16,9 +16,10 @@ from hypothesis import given, settings
 from crashlab.faults import faults_of
 from crashlab.job import Call, Job, Turn
 from crashlab.points import Recorder
-from crashlab.sweep import AGENTS, VARIANTS, memory_stores, run_scenario, sweep_variant
+from crashlab.sweep import AGENTS, VARIANTS, memory_stores, sweep_variant
 from crashlab.world import Model
 
+from .oracle import shared_is_re_executed
 from .strategies import jobs
 
 DRIFTS = {drift: faults_of("drifting-model", drift=drift) for drift in ("ids", "order")}
@@ -74,13 +75,7 @@ def test_keys_rescue_a_repeated_turn_only_while_the_model_repeats_its_call_ids(t
 
 def test_every_scenario_is_what_re_executing_it_gives(triage):
     """The oracle: the shared sweep's outcome of each scenario equals running it, the drifting model and all, anew."""
-    store, faults = memory_stores(), DRIFTS["order"]
-    for slug in ("per-turn-keys", "agent-keyed"):
-        baseline = run_scenario(VARIANTS[slug], triage, (), store).world.model.calls
-        scenarios = list(sweep_variant(VARIANTS[slug], triage, store, faults=faults).scenarios())
-        for s in scenarios[:: max(len(scenarios) // 300, 1)]:
-            run = run_scenario(VARIANTS[slug], triage, s.crashes, store, faults)
-            assert (run.id, run.outcome(triage, baseline)) == (s.id, s.outcome)
+    shared_is_re_executed(triage, ("per-turn-keys", "agent-keyed"), DRIFTS["order"])
 
 
 @settings(max_examples=6, deadline=None)

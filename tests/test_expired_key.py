@@ -20,6 +20,7 @@ from crashlab.sweep import AGENTS, VARIANTS, Faults, memory_stores, run_scenario
 from crashlab.tools import ToolSpec, toolbox
 from crashlab.world import KEY_RETENTION, Clock, Tracker
 
+from .oracle import shared_is_re_executed
 from .strategies import jobs
 
 EXPIRING = faults_of("expired-key")
@@ -96,13 +97,7 @@ def test_a_saved_rerun_goes_down_the_ladder_once_its_marker_is_older_than_the_ke
 @pytest.mark.parametrize("depth", [1, pytest.param(2, marks=pytest.mark.slow)])
 def test_every_scenario_is_what_re_executing_it_gives(triage, depth):
     """The oracle: the shared sweep's outcome of each scenario equals running it, downtimes and all, from nothing."""
-    store = memory_stores()
-    for slug in ("keys-markers", "agent-keyed"):
-        baseline = run_scenario(VARIANTS[slug], triage, (), store).world.model.calls
-        scenarios = list(sweep_variant(VARIANTS[slug], triage, store, depth, faults=EXPIRING).scenarios())
-        for s in scenarios[:: max(len(scenarios) // 300, 1)]:
-            run = run_scenario(VARIANTS[slug], triage, s.crashes, store, EXPIRING, s.choices)
-            assert (run.id, run.outcome(triage, baseline)) == (s.id, s.outcome)
+    shared_is_re_executed(triage, ("keys-markers", "agent-keyed"), EXPIRING, depth=depth)
 
 
 @settings(max_examples=6, deadline=None)

@@ -18,6 +18,7 @@ from crashlab.points import Recorder
 from crashlab.store import FileStore, MemoryStore
 from crashlab.sweep import AGENTS, VARIANTS, Faults, memory_stores, run_scenario, sweep_variant
 
+from .oracle import shared_is_re_executed
 from .strategies import jobs
 
 CUT = Faults(power_cut=True)
@@ -87,13 +88,7 @@ def test_with_full_syncs_a_power_cut_is_a_process_crash(triage, slug):
                                          pytest.param("none", 2, marks=pytest.mark.slow)])
 def test_every_power_cut_scenario_is_what_re_executing_it_gives(triage, sync, depth):
     """The oracle: the shared sweep's outcome of each scenario equals running that scenario from nothing."""
-    store = memory_stores(sync)
-    for slug in ("markers", "agent-keyed"):
-        baseline = run_scenario(VARIANTS[slug], triage, (), store).world.model.calls
-        scenarios = list(sweep_variant(VARIANTS[slug], triage, store, depth, faults=CUT).scenarios())
-        for s in scenarios[::max(len(scenarios) // 200, 1)]:
-            run = run_scenario(VARIANTS[slug], triage, s.crashes, store, CUT, s.choices)
-            assert (run.id, run.outcome(triage, baseline)) == (s.id, s.outcome)
+    shared_is_re_executed(triage, ("markers", "agent-keyed"), CUT, memory_stores(sync), depth, sample=200)
 
 
 def test_a_lost_first_save_takes_the_run_id_and_so_the_keys_with_it(triage):

@@ -17,6 +17,7 @@ from crashlab.faults import reused_run_ids
 from crashlab.sweep import AGENTS, VARIANTS, Faults, memory_stores, run_scenario, sweep_variant
 from crashlab.tools import toolbox
 
+from .oracle import shared_is_re_executed
 from .strategies import jobs
 
 REUSED = Faults(reused_run_id=True)
@@ -63,12 +64,7 @@ def test_the_agent_s_fresh_run_id_is_what_saves_it(triage, mode):
 
 def test_every_scenario_is_what_re_executing_it_gives(triage):
     """The oracle: the shared sweep's outcome of each scenario equals running it, earlier run and all, from nothing."""
-    store = memory_stores()
-    for slug in ("keys-markers", "agent-keyless"):
-        baseline = run_scenario(VARIANTS[slug], triage, (), store, REUSED).world.model.calls
-        for s in sweep_variant(VARIANTS[slug], triage, store, depth=1, faults=REUSED).scenarios():
-            run = run_scenario(VARIANTS[slug], triage, s.crashes, store, REUSED)
-            assert (run.id, run.outcome(triage, baseline)) == (s.id, s.outcome)
+    shared_is_re_executed(triage, ("keys-markers", "agent-keyless"), REUSED, depth=1)
 
 
 @settings(max_examples=10, deadline=None)

@@ -17,6 +17,7 @@ from crashlab.points import Recorder
 from crashlab.sweep import AGENTS, VARIANTS, memory_stores, run_scenario, sweep_variant
 from crashlab.world import COMMITS, Clock, Tracker
 
+from .oracle import shared_is_re_executed
 from .strategies import jobs
 
 UNDER = {commit: faults_of("tracker-crash", commit=commit) for commit in COMMITS}
@@ -72,13 +73,7 @@ def test_against_a_one_transaction_tracker_the_keyed_loops_and_the_agent_come_th
 @pytest.mark.parametrize("commit", COMMITS)
 def test_every_scenario_is_what_re_executing_it_gives(triage, commit):
     """The oracle: the shared sweep's outcome of each scenario equals running it, the tracker's deaths and all, anew."""
-    store, faults = memory_stores(), UNDER[commit]
-    for slug in ("keys-markers", "agent-lookup"):
-        baseline = run_scenario(VARIANTS[slug], triage, (), store).world.model.calls
-        scenarios = list(sweep_variant(VARIANTS[slug], triage, store, faults=faults).scenarios())
-        for s in scenarios[:: max(len(scenarios) // 200, 1)]:
-            run = run_scenario(VARIANTS[slug], triage, s.crashes, store, faults)
-            assert (run.id, run.outcome(triage, baseline)) == (s.id, s.outcome)
+    shared_is_re_executed(triage, ("keys-markers", "agent-lookup"), UNDER[commit], sample=200)
 
 
 @settings(max_examples=6, deadline=None)
