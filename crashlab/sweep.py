@@ -247,10 +247,10 @@ def _power_cut(old: Store, new: Store, state: int, points: Recorder) -> tuple[St
 
 def _tracker_lost(world: World, left: WorldState) -> str:
     """What the tracker of `world` loses when it dies and restarts from `left`, as people read it."""
-    tracker, kept = world.tracker, dict(left.keys)
-    lost = [f"{r.kind} #{r.number} ({r.call})" for r in tracker.records[len(left.records):]]
-    lost += [f"the key of {r.call}" for r in tracker.records[: len(left.records)] if r.key in tracker.keys()
-             and r.key not in kept and tracker.keys()[r.key] == r.number]
+    tracker, kept = world.tracker, len(left.records)
+    gone = tracker.keys().keys() - dict(left.keys).keys()
+    lost = [f"{r.kind} #{r.number} ({r.call})" for r in tracker.records[kept:]]
+    lost += [f"the key of {r.call}" for r in tracker.records[:kept] if r.key in gone]
     if not lost:
         return "the tracker had made every request durable"
     return f"the tracker lost {', '.join(lost)}: not yet durable"
@@ -327,7 +327,7 @@ class ScenarioResult:
     outcome: Outcome
     hits: int  # crash points passed, over all processes
     saves: int  # checkpoint saves begun, over all processes
-    choices: tuple[int, ...] = ()  # power cuts: the disk state each crash left
+    choices: tuple[int, ...] = ()  # a fault that chooses: the state each crash left, from 1
 
 
 @dataclass(frozen=True)
