@@ -599,7 +599,7 @@ def faults(fmt: str) -> None:
     if fmt == "json":
         click.echo(json.dumps(data, indent=2))
     else:
-        click.echo("\n".join(f"{f['slug']:<13} {f['breaks']}\n{'':<13} adds: {f['adds']}" for f in data))
+        click.echo("\n".join(f"{f['slug']:<14} {f['breaks']}\n{'':<14} adds: {f['adds']}" for f in data))
 
 
 def framework(loop: str):
