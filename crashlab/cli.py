@@ -24,15 +24,7 @@ from .job import Job, JobError, find_job, shipped_jobs, shown
 from .parallel import default_workers
 from .points import HarnessError
 from .store import STORE_KINDS
-from .sweep import (
-    AGENTS,
-    VARIANTS,
-    ScenarioResult,
-    Variant,
-    VariantSweep,
-    memory_stores,
-    run_scenario,
-)
+from .sweep import AGENTS, VARIANTS, ScenarioResult, Variant, VariantSweep, memory_stores, run_scenario, sweep_variant
 from .world import COMMITS, DRIFTS, TRACKER_MODES
 
 DEFAULT_JOB = "triage"
@@ -379,11 +371,19 @@ def show_every_fault(variants: list[Variant], job: Job, depth: int, fmt: str, ou
     """`sweep --fault all`: each fault at each of its settings, a table each, then the matrix of worst outcomes."""
     check_handles(job, variants)
     pending = open_results(out)
+    crashed: dict[str, VariantSweep] = {}  # each variant's crash sweep, swept once for every fault's row
+
+    def crash_of(v: Variant) -> VariantSweep:
+        if v.slug not in crashed:
+            crashed[v.slug] = sweep_variant(v, job, memory_stores(), depth)
+        return crashed[v.slug]
+
     try:
         records, tables = [], []
         for fault, name, value in EVERY_SETTING:
             began = time.perf_counter()
-            rows = [sweep_fault(fault, v, job, depth, **({name: value} if name else {})).record() for v in variants]
+            settings = {name: value} if name else {}
+            rows = [sweep_fault(fault, v, job, depth, **settings, crash=crash_of(v)).record() for v in variants]
             setting = rows[0]["setting"]
             click.echo(f"swept {fault}{f' ({setting})' if setting else ''}: {sum(r['scenarios'] for r in rows):,} "
                        f"scenarios in {time.perf_counter() - began:.1f} s", err=True)

@@ -48,7 +48,7 @@ from dataclasses import dataclass, replace
 
 from .disk import SYNCS
 from .job import Job
-from .sweep import Faults, ScenarioResult, StoreFactory, Tally, Variant, memory_stores, sweep_variant
+from .sweep import Faults, ScenarioResult, StoreFactory, Tally, Variant, VariantSweep, memory_stores, sweep_variant
 from .world import COMMITS, DRIFTS
 
 #: The downtimes before a restart under expired-key, in hours: ~1 an hour, well within the 24 a
@@ -125,26 +125,31 @@ class FaultSweep:
         }
 
 
-def crashes(variant: Variant, job: Job, store: StoreFactory, depth: int = 2) -> FaultSweep:
-    """The chapter's sweep, in a fault sweep's row: its scenarios are the crash scenarios."""
-    crash = sweep_variant(variant, job, store, depth)
+def crashes(variant: Variant, job: Job, store: StoreFactory, depth: int = 2,
+            crash: VariantSweep | None = None) -> FaultSweep:
+    """The chapter's sweep, in a fault sweep's row: its scenarios are the crash scenarios.
+
+    Every fault sweep takes `crash`, the variant's crash sweep at `depth`, if the caller has it
+    already: a fault's row counts the crash scenarios it starts from.
+    """
+    crash = crash or sweep_variant(variant, job, store, depth)
     return FaultSweep(variant.slug, variant.name, "crash", "", crash.tally.scenarios, crash.tally, crash.scenarios)
 
 
 def sweep_fault(fault: str, variant: Variant, job: Job, depth: int = 2, sync: str = "none", drift: str = "ids",
-                commit: str = "ack-first") -> FaultSweep:
+                commit: str = "ack-first", crash: VariantSweep | None = None) -> FaultSweep:
     """`variant`'s sweep under `fault`, at the setting it takes (`sync` for a power cut, `drift` for a
-    model, `commit` for a tracker)."""
+    model, `commit` for a tracker); `crash` as `crashes` takes it."""
     store = memory_stores(sync)
     if fault == "power-cut":
-        return power_cuts(variant, job, store, sync, depth)
+        return power_cuts(variant, job, store, sync, depth, crash)
     if fault == "drifting-model":
-        return _swept(variant, job, store, depth, fault, f"drift {drift}", faults_of(fault, drift=drift))
+        return _swept(variant, job, store, depth, fault, f"drift {drift}", faults_of(fault, drift=drift), crash)
     if fault == "tracker-crash":
-        return _swept(variant, job, store, depth, fault, f"commit {commit}", faults_of(fault, commit=commit))
+        return _swept(variant, job, store, depth, fault, f"commit {commit}", faults_of(fault, commit=commit), crash)
     sweeps = {"crash": crashes, "wrong-answer": wrong_answers, "reused-run-id": reused_run_ids,
               "expired-key": expired_keys}
-    return sweeps[fault](variant, job, store, depth)
+    return sweeps[fault](variant, job, store, depth, crash)
 
 
 #: The option that sets a fault, for the faults that take one.
@@ -161,13 +166,14 @@ EVERY_SETTING: tuple[tuple[str, str, str], ...] = (
 )
 
 
-def wrong_answers(variant: Variant, job: Job, store: StoreFactory, depth: int = 2) -> FaultSweep:
+def wrong_answers(variant: Variant, job: Job, store: StoreFactory, depth: int = 2,
+                  crash: VariantSweep | None = None) -> FaultSweep:
     """For each K, the sweep with the person's K-th answer wrong; of it, the scenarios that asked K questions.
 
     A wrong answer changes what the loop does next, so each K is a sweep of its own (shared, as the
     crash sweep is): the restarts' crash points are those they reach after the wrong answer.
     """
-    crash = sweep_variant(variant, job, store, depth)
+    crash = crash or sweep_variant(variant, job, store, depth)
     found: list[ScenarioResult] = []
     for k in range(1, max((s.outcome.asks for s in crash.scenarios()), default=0) + 1):
         for s in sweep_variant(variant, job, store, depth, faults=faults_of("wrong-answer", k)).scenarios():
@@ -178,25 +184,28 @@ def wrong_answers(variant: Variant, job: Job, store: StoreFactory, depth: int = 
     return FaultSweep(variant.slug, variant.name, "wrong-answer", "", crash.tally.scenarios, tally, lambda: found)
 
 
-def power_cuts(variant: Variant, job: Job, store: StoreFactory, sync: str, depth: int = 2) -> FaultSweep:
+def power_cuts(variant: Variant, job: Job, store: StoreFactory, sync: str, depth: int = 2,
+               crash: VariantSweep | None = None) -> FaultSweep:
     """Every scenario of up to `depth` power cuts, each leaving one of the disk states `store`'s syncs allow."""
-    return _swept(variant, job, store, depth, "power-cut", f"sync {sync}", faults_of("power-cut"))
+    return _swept(variant, job, store, depth, "power-cut", f"sync {sync}", faults_of("power-cut"), crash)
 
 
-def reused_run_ids(variant: Variant, job: Job, store: StoreFactory, depth: int = 2) -> FaultSweep:
+def reused_run_ids(variant: Variant, job: Job, store: StoreFactory, depth: int = 2,
+                   crash: VariantSweep | None = None) -> FaultSweep:
     """Every crash scenario of up to `depth` crashes, run after an earlier run that had the same run ID."""
-    return _swept(variant, job, store, depth, "reused-run-id", "", faults_of("reused-run-id"))
+    return _swept(variant, job, store, depth, "reused-run-id", "", faults_of("reused-run-id"), crash)
 
 
-def expired_keys(variant: Variant, job: Job, store: StoreFactory, depth: int = 2) -> FaultSweep:
+def expired_keys(variant: Variant, job: Job, store: StoreFactory, depth: int = 2,
+                 crash: VariantSweep | None = None) -> FaultSweep:
     """Every scenario of up to `depth` crashes, each restart after one of the `DOWNTIMES`."""
     setting = "downtime " + " or ".join(f"{h:g} h" for h in DOWNTIMES)
-    return _swept(variant, job, store, depth, "expired-key", setting, faults_of("expired-key"))
+    return _swept(variant, job, store, depth, "expired-key", setting, faults_of("expired-key"), crash)
 
 
 def _swept(variant: Variant, job: Job, store: StoreFactory, depth: int, fault: str, setting: str,
-           faults: Faults) -> FaultSweep:
+           faults: Faults, crash: VariantSweep | None) -> FaultSweep:
     """The sweep under `faults`, beside the crash sweep whose scenarios it starts from."""
-    crash = sweep_variant(variant, job, store, depth)
+    crash = crash or sweep_variant(variant, job, store, depth)
     under = sweep_variant(variant, job, store, depth, faults=faults)
     return FaultSweep(variant.slug, variant.name, fault, setting, crash.tally.scenarios, under.tally, under.scenarios)
