@@ -11,6 +11,9 @@ Four rules make it safe to kill at any instant:
    ladder: run it again if a repeat is harmless (a keyed repeat only while the receiver still holds
    the key: the marker is younger than the key retention the tool declares); else ask the receiver
    whether it happened; only then ask the person. The rung is saved before the loop acts on it.
+   A receiver that fences answers "no" once and for all: the key is retired, so a request still on
+   the wire is refused when it lands, and the resend goes out under the call's next key, which is
+   saved before it leaves.
 
 Two harder situations are handled by the same rules: a tool whose server dies after the tracker
 accepted the request (a `TransportError`: the outcome is unknown, so it goes to the ladder, neither
@@ -52,6 +55,9 @@ def ladder(tool: ToolSpec, age: float = 0.0) -> tuple[str, str]:
         if tool.supports_lookup:
             return LOOKUP, f"{expired}, but the receiver can say whether the keyed request happened"
         return ASK, f"{expired} and the receiver cannot be asked: only the person can tell"
+    if tool.supports_lookup and tool.fences_lookups:
+        return LOOKUP, ("the receiver can say whether the keyed request happened, and fences the key if not: "
+                        "a late arrival under it is refused")
     if tool.supports_lookup:
         return LOOKUP, "the receiver can say whether the keyed request happened"
     return ASK, "no key is honoured and the receiver cannot be asked: only the person can tell"
@@ -140,8 +146,12 @@ class AgentLoop(Loop):
             found = self.world.person.did_it_happen(call)
         if found is not None:
             self.save_result(call, found)  # it happened: keep its answer, do not send it again
-        else:
-            self.send_and_save(call)
+            return
+        if rung == LOOKUP and self.tools[call.tool].fences_lookups:
+            self.checkpoint = self.checkpoint.with_fenced(call.id)
+            self.save()  # the key is retired: the resend's new key is durable before it leaves
+            self.points.hit("fence-saved")
+        self.send_and_save(call)
 
     def marker_age(self, call: Call) -> float:
         """Hours since the call's attempt marker was written: at least the age of its key at the receiver."""
@@ -158,7 +168,7 @@ class AgentLoop(Loop):
         self.save_result(call, result)
 
     def key(self, call: Call) -> str:
-        return key(self.checkpoint.run, call.id)
+        return key(self.checkpoint.run, call.id, self.checkpoint.turns[-1].generation(call.id))
 
 
 @dataclass(frozen=True)

@@ -47,7 +47,9 @@ class Tracker:
 
     Every record is tagged with the intended `effect` it serves (the sweep counts records per
     effect). A keyed tracker answers a known key with its first answer and changes nothing; a
-    ``lookup`` tracker ignores keys on requests but answers `lookup`; a ``keyless`` one does neither.
+    ``lookup`` tracker ignores keys on requests but answers `lookup`; a ``fencing`` one also fences a
+    key its lookup did not find, and refuses a request under it (`crashlab.world.Fenced`); a
+    ``keyless`` one does none of these.
     """
 
     def __init__(self, db: Database, points: Recorder, mode: str = "keyed"):
@@ -68,7 +70,7 @@ class Tracker:
         return self._tracker.search(Call("search", "search", {"query": query}), query)
 
     def lookup(self, key: str) -> int | None:
-        """The first answer to a request with this key, or None (keyed and lookup trackers only)."""
+        """The first answer to a request with this key, or None (keyed, lookup and fencing trackers only)."""
         return self._tracker.lookup(key)
 
     @property

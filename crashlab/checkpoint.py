@@ -17,8 +17,11 @@ import msgspec
 from .job import Call
 
 #: Bumped whenever the JSON layout changes; a file of another format is refused, never half-read.
-#: Format 2 gave each attempt marker the hour it was written (format 1 kept only the call IDs).
-FORMAT = 2
+#: Format 2 gave each attempt marker the hour it was written (format 1 kept only the call IDs);
+#: format 3 counts each call's keys that a fencing lookup retired.
+FORMAT = 3
+#: Why a file of an older format cannot be read as this one: what it does not say.
+OLDER = {1: "whose markers carry no time", 2: "which keeps no count of fenced keys"}
 
 #: The rungs of the resolution ladder a saved decision may name (see crashlab.agent).
 Rung = Literal["rerun", "lookup", "ask"]
@@ -46,12 +49,19 @@ class TurnRecord(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     decisions: dict[str, Rung]
     #: The person's approval decisions for gated calls, so a restart never asks for one twice.
     approvals: dict[str, bool]
+    #: How many of each call's keys a fencing lookup settled as never sent: its next request goes
+    #: out under key generation n + 1, saved before it leaves, so a restart looks up the right key.
+    fenced: dict[str, Annotated[int, msgspec.Meta(ge=1)]]
     closed: bool
 
     @classmethod
     def reply(cls, number: int, calls: tuple[Call, ...]) -> TurnRecord:
         """A turn as the model's reply opens it: its calls, and nothing done yet."""
-        return cls(number, calls, {}, {}, {}, {}, False)
+        return cls(number, calls, {}, {}, {}, {}, {}, False)
+
+    def generation(self, call_id: str) -> int:
+        """Which of its keys the call's next request carries: the first, unless lookups fenced some."""
+        return self.fenced.get(call_id, 0) + 1
 
     def pending(self) -> list[Call]:
         return [call for call in self.calls if call.id not in self.results]
@@ -110,6 +120,10 @@ class Checkpoint(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     def with_approval(self, call_id: str, approved: bool) -> Checkpoint:
         return self._last(approvals={**self.turns[-1].approvals, call_id: approved})
 
+    def with_fenced(self, call_id: str) -> Checkpoint:
+        """The call's current key fenced: its next request goes under the next generation."""
+        return self._last(fenced={**self.turns[-1].fenced, call_id: self.turns[-1].generation(call_id)})
+
     def with_turn_closed(self) -> Checkpoint:
         return self._last(closed=True)
 
@@ -125,7 +139,8 @@ class Checkpoint(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
                 if call.id in turn.results:
                     calls.append(f"{call.id}={json.dumps(turn.results[call.id])}")
                 elif call.id in turn.decisions:
-                    calls.append(f"{call.id}:{turn.decisions[call.id]}")
+                    fenced = f", key {turn.generation(call.id)}" if call.id in turn.fenced else ""
+                    calls.append(f"{call.id}:{turn.decisions[call.id]}{fenced}")
                 elif call.id in turn.markers:
                     calls.append(f"{call.id}:marker")
                 elif call.id in turn.approvals:
@@ -165,7 +180,7 @@ class Checkpoint(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
             ids = {call.id for call in turn.calls}
             if len(ids) != len(turn.calls):
                 return f"{where}.calls repeats a call ID"
-            for name in ("results", "markers", "decisions", "approvals"):
+            for name in ("results", "markers", "decisions", "approvals", "fenced"):
                 if not ids.issuperset(getattr(turn, name)):
                     stray = sorted(set(getattr(turn, name)) - ids)[0]
                     return f"{where}.{name} names {stray!r}, which is not a call of the turn"
@@ -190,8 +205,8 @@ def _why_unreadable(data: bytes | str, error: msgspec.DecodeError | None) -> str
         return f"corrupt or truncated checkpoint: {problem}"
     if version > FORMAT:
         return f"checkpoint format {version} is newer than this crashlab reads ({FORMAT})"
-    if version == 1:
-        return (f"checkpoint format 1 is an older crashlab's, whose markers carry no time (this one reads {FORMAT}): "
+    if version in OLDER:
+        return (f"checkpoint format {version} is an older crashlab's, {OLDER[version]} (this one reads {FORMAT}): "
                 "finish that run with the crashlab that started it")
     if version < 1 or error is None:
         return f"checkpoint format {version} is not one this crashlab wrote"

@@ -50,9 +50,9 @@ class ScenarioId:
 def parse_scenario_id(text: str, fault: str = "crash") -> ScenarioId:
     """Parse `text` as a whole (`fullmatch`: no trailing newline, ASCII digits only).
 
-    Under a fault that chooses (power-cut, expired-key) every crash carries its choice, ``I~S``;
-    otherwise a final ``~K`` is the question answered wrong (wrong-answer's IDs, which explain tells
-    under the crash fault too).
+    Under a fault that chooses (power-cut, expired-key, late-delivery) every crash carries its choice,
+    ``I~S``; otherwise a final ``~K`` is the question answered wrong (wrong-answer's IDs, which explain
+    tells under the crash fault too). A late delivery lands in the restart of a scenario's one crash.
     """
     match = SCENARIO_ID.fullmatch(text)
     if not match:
@@ -70,8 +70,12 @@ def parse_scenario_id(text: str, fault: str = "crash") -> ScenarioId:
         raise ScenarioError(f"scenario {shown(text)}: a ~ choice is counted from 1 (~1, ~2, ...)")
     if fault in CHOOSING:
         if None in choices:
+            example = "agent-lookup:9~3" if fault == "late-delivery" else "keys-markers:12~2, keys-markers:12~1:3~2"
             raise ScenarioError(f"scenario {shown(text)}: under --fault {fault} every crash names {CHOOSING[fault]}, "
-                                "I~S (e.g. keys-markers:12~2, keys-markers:12~1:3~2)")
+                                f"I~S (e.g. {example})")
+        if fault == "late-delivery" and len(crashes) > 1:
+            raise ScenarioError(f"scenario {shown(text)}: under --fault late-delivery a scenario crashes once, at a "
+                                "request in flight, and names where it lands in the restart: SLUG:I~K")
         return ScenarioId(variant.slug, tuple(map(int, numbers)), choices=tuple(choices))
     if any(choices[:-1]):
         raise ScenarioError(f"scenario {shown(text)}: only the crashes of a fault that chooses each carry ~S; "
@@ -156,7 +160,7 @@ class Replay:
             self.writing = event.detail["data"]
         elif event.kind == "point" and event.label == "renamed":
             self.durable = self.writing
-        elif event.kind == "request" and event.detail["applied"]:
+        elif event.kind in ("request", "late") and event.detail["applied"]:
             self.applied += 1
 
     def tracker(self) -> list[str]:
@@ -213,7 +217,17 @@ def note(event: Event) -> str:
         return f"ASKS THE PERSON: {d['question']} → {answer}{wrong}"
     if event.kind == "lookup":
         answer = f"yes, it returned #{d['answer']}" if d["answer"] is not None else "no such request"
-        return f"asks the tracker: did the request with key {d['key'][:12]}… happen? → {answer}"
+        fenced = "; the tracker FENCES the key: a request under it will be refused" if d.get("fenced") else ""
+        return f"asks the tracker: did the request with key {d['key'][:12]}… happen? → {answer}{fenced}"
+    if event.kind == "late":
+        sent = f"key {d['key'][:12]}…" if d["key"] else "no key"
+        if d["fenced"]:
+            done = "the tracker REFUSES it: a lookup fenced its key"
+        elif d["applied"]:
+            done = f"the tracker APPLIES it, #{d['answer']}"
+        else:
+            done = f"the tracker knows the key, #{d['answer']}, changes nothing"
+        return f"LATE: the request of {d['call']} ({event.label}, {sent}) that the dead process sent lands now: {done}"
     if event.kind == "approval-request":
         return f"{d['call']} waits at the approval desk: the person is deciding"
     if event.kind == "approval":
@@ -247,17 +261,21 @@ def why(run: ScenarioRun, job: Job) -> list[str]:
     """For each changing call sent more than once: who sent it, and what the tracker did with it."""
     out = []
     for call in job.changing_calls:
-        sent = [e for e in run.points.events if e.kind == "request" and intended(e.detail["call"]) == call.id]
+        sent = [e for e in run.points.events if e.kind in ("request", "late") and intended(e.detail["call"]) == call.id]
         if len(sent) < 2:
             continue
         applied = [e.process for e in sent if e.detail["applied"]]
-        repeats = len(sent) - len(applied)
+        refused = sum(1 for e in sent if e.detail.get("fenced"))
+        repeats = len(sent) - len(applied) - refused
         names = list(dict.fromkeys(e.detail["call"] for e in sent))
         named = f" as {', '.join(names)}" if len(names) > 1 else ""
-        text = f"{call.id} was sent {len(sent)} times{named} (by process {', '.join(str(e.process) for e in sent)}): "
+        senders = ", ".join(f"{e.process - 1} (landing late)" if e.kind == "late" else str(e.process) for e in sent)
+        text = f"{call.id} was sent {len(sent)} times{named} (by process {senders}): "
         text += f"the tracker applied it {len(applied)}×"
         if repeats:
             text += f" and answered {repeats} keyed repeat{'s' if repeats > 1 else ''} from its record"
+        if refused:
+            text += " and refused the late arrival, whose key a lookup had fenced"
         out.append(text)
     return out
 

@@ -39,23 +39,45 @@ lookup still finds them. A process takes no time; a restart comes a downtime aft
 each death is followed by each of the `DOWNTIMES`, a scenario each: ``keys-markers:12~2`` restarts
 two days after a crash at point 12. A rerun after the key expired duplicates, unless the loop sees
 that its marker is older than the key retention its tool declares and goes down the ladder.
+
+`late-delivery`: a changing request spends time on the wire, at the crash point ``sent``, and a
+death there leaves it in flight. It lands in the restart, at any of the restart's crash points or
+after its last, each a scenario: ``agent-lookup:12~3`` lands at the third point of the restart of a
+crash at point 12. Landing changes what the restart does from there on, so each is re-executed from
+nothing, and the restart crashes no more. A tracker that answers lookups says "no" to a request not
+yet landed and takes the resend and the late arrival both; one that fences the key on that "no"
+refuses the late arrival, and a keyed tracker answers it from the resend's key.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
+from itertools import count
 
 from .disk import SYNCS
 from .job import Job
-from .sweep import Faults, ScenarioResult, StoreFactory, Tally, Variant, VariantSweep, memory_stores, sweep_variant
+from .sweep import (
+    Faults,
+    ScenarioResult,
+    StoreFactory,
+    Tally,
+    Variant,
+    VariantSweep,
+    check_retrace,
+    memory_stores,
+    run_scenario,
+    sweep_variant,
+)
 from .world import COMMITS, DRIFTS
 
 #: The downtimes before a restart under expired-key, in hours: ~1 an hour, well within the 24 a
 #: keyed tracker keeps a key (`world.KEY_RETENTION`); ~2 two days, past it.
 DOWNTIMES = (1.0, 48.0)
 #: The faults whose every death leaves one of several states, and what an ID's ``I~S`` then names.
-CHOOSING = {"power-cut": "the disk state it left", "expired-key": "the downtime before its restart (~1 1 h, ~2 48 h)"}
+CHOOSING = {"power-cut": "the disk state it left", "expired-key": "the downtime before its restart (~1 1 h, ~2 48 h)",
+            "late-delivery": "the restart's point where the request in flight lands (its last point plus one: after "
+                             "it ends)"}
 
 
 def faults_of(fault: str, wrong_at: int = 0, drift: str = "ids", commit: str = "ack-first") -> Faults:
@@ -64,7 +86,7 @@ def faults_of(fault: str, wrong_at: int = 0, drift: str = "ids", commit: str = "
     `commit` says."""
     return Faults(wrong_at, power_cut=fault == "power-cut", reused_run_id=fault == "reused-run-id",
                   drift=drift if fault == "drifting-model" else "", commit=commit if fault == "tracker-crash" else "",
-                  downtimes=DOWNTIMES if fault == "expired-key" else ())
+                  downtimes=DOWNTIMES if fault == "expired-key" else (), late=fault == "late-delivery")
 
 
 @dataclass(frozen=True)
@@ -100,6 +122,10 @@ FAULTS: dict[str, Fault] = {f.slug: f for f in (
     Fault("expired-key", "a restart comes after a downtime, and a keyed tracker forgets a key 24 h after it applied "
                          "it: a keyed repeat after that is applied again",
           "for each crash point, one scenario per downtime before the restart (ID SLUG:I~S:J~T, ~1 1 h, ~2 48 h)"),
+    Fault("late-delivery", "a request the dead process sent lands after the restart asked about it and heard 'no', "
+                           "and resent it: a tracker that only answers lookups takes both",
+          "a crash point, sent, where a request is on the wire; for each death there, one scenario per crash point of "
+          "the restart where it lands, or after its last (ID SLUG:I~K, one crash, re-executed)"),
 )}
 
 
@@ -148,7 +174,7 @@ def sweep_fault(fault: str, variant: Variant, job: Job, depth: int = 2, sync: st
     if fault == "tracker-crash":
         return _swept(variant, job, store, depth, fault, f"commit {commit}", faults_of(fault, commit=commit), crash)
     sweeps = {"crash": crashes, "wrong-answer": wrong_answers, "reused-run-id": reused_run_ids,
-              "expired-key": expired_keys}
+              "expired-key": expired_keys, "late-delivery": late_deliveries}
     return sweeps[fault](variant, job, store, depth, crash)
 
 
@@ -163,6 +189,7 @@ EVERY_SETTING: tuple[tuple[str, str, str], ...] = (
     *(("drifting-model", "drift", drift) for drift in DRIFTS),
     ("reused-run-id", "", ""),
     ("expired-key", "", ""),
+    ("late-delivery", "", ""),
 )
 
 
@@ -201,6 +228,29 @@ def expired_keys(variant: Variant, job: Job, store: StoreFactory, depth: int = 2
     """Every scenario of up to `depth` crashes, each restart after one of the `DOWNTIMES`."""
     setting = "downtime " + " or ".join(f"{h:g} h" for h in DOWNTIMES)
     return _swept(variant, job, store, depth, "expired-key", setting, faults_of("expired-key"), crash)
+
+
+def late_deliveries(variant: Variant, job: Job, store: StoreFactory, depth: int = 2,
+                    crash: VariantSweep | None = None) -> FaultSweep:
+    """For each death with a request in flight, a scenario for each place in the restart where it lands.
+
+    Each is re-executed from nothing: where the request lands changes the restart from there on,
+    so the places are found as the restart passes them, up to the one after its last point. The
+    first process must retrace the uninterrupted run up to its death, as in any replayed sweep.
+    """
+    crash = crash or sweep_variant(variant, job, store, depth)
+    faults = faults_of("late-delivery")
+    first = run_scenario(variant, job, (), store, faults)
+    baseline, calls, found = first.trace(1), first.world.model.calls, []
+    for i in (i for i, (label, _) in enumerate(baseline, start=1) if label == "sent"):
+        for k in count(1):
+            run = run_scenario(variant, job, (i,), store, faults, (k,))
+            check_retrace(run, 1, baseline, "the uninterrupted run")
+            found.append(run.result(job, calls))
+            if k > run.passed(2):  # it landed after the restart's last point: there is no later place
+                break
+    tally = sum((Tally.of(s.outcome, s.hits, s.saves) for s in found), Tally())
+    return FaultSweep(variant.slug, variant.name, "late-delivery", "", crash.tally.scenarios, tally, lambda: found)
 
 
 def _swept(variant: Variant, job: Job, store: StoreFactory, depth: int, fault: str, setting: str,

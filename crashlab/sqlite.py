@@ -23,7 +23,7 @@ from typing import Any
 
 from .job import Call, Job
 from .points import Recorder
-from .world import TRACKER_MODES, ApprovalDesk, Model, Person, Record, Tracker, TrackerProtocol, World
+from .world import TRACKER_MODES, ApprovalDesk, Fenced, Model, Person, Record, Tracker, TrackerProtocol, World
 
 #: The world's file, in a run directory or a scenario's.
 TRACKER_FILE = "tracker.sqlite"
@@ -134,7 +134,8 @@ class SqliteTracker:
     """The tracker of `crashlab.world.Tracker`, with its records and keys in a database file.
 
     Numbering is the same (issues and comments each from 1), and so are the modes: ``keyed``
-    honours a key, ``lookup`` remembers it only to answer lookups, ``keyless`` ignores it. A search
+    honours a key, ``lookup`` remembers it only to answer lookups, ``fencing`` also fences a key a
+    lookup did not find (in the members table), ``keyless`` ignores it. A search
     reads the records and matches in Python, as the in-memory one does (SQL's lower() is ASCII only).
     """
 
@@ -144,6 +145,7 @@ class SqliteTracker:
         self.points = points
         self.db = db
         self.mode = mode
+        self._fenced = DurableSet(db, "fenced")
 
     @property
     def records(self) -> list[Record]:
@@ -152,12 +154,15 @@ class SqliteTracker:
     # What a mode means, and what a search finds in the records, are the in-memory tracker's own.
     honours_keys = Tracker.honours_keys
     answers_lookups = Tracker.answers_lookups
+    fences = Tracker.fences
     search = Tracker.search
     commit = ""  # a durable tracker: see `unsaved`
 
     def request(self, call: Call, args: dict[str, Any], key: str | None = None) -> int:
         """Apply a changing request; the record and its key are committed before the answer leaves."""
         self.points.guard("a tracker request made")
+        if self.fences and key in self._fenced:
+            raise Fenced(f"call {call.id}'s key {key} was fenced by a lookup: the tracker refuses it")
         with self.db.transaction() as sql:
             known = None
             if key is not None and self.honours_keys:
@@ -185,8 +190,14 @@ class SqliteTracker:
             raise RuntimeError("a keyless tracker cannot be asked about a key")
         row = self.db.connection.execute("SELECT number FROM keys WHERE key = ?", (key,)).fetchone()
         answer = row[0] if row else None
-        self.points.note("lookup", "key", key=key, answer=answer)
+        fenced = answer is None and self.fences
+        if fenced:
+            self._fenced.add(key)
+        self.points.note("lookup", "key", key=key, answer=answer, fenced=fenced)
         return answer
+
+    def fenced(self) -> frozenset[str]:
+        return frozenset(self._fenced)
 
     def made_by(self, call_id: str) -> list[Record]:
         return self.db.records(call_id)

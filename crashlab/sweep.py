@@ -29,7 +29,7 @@ from .durable import Durable
 from .job import Call, Job
 from .points import Crash, HarnessError, Recorder, Where
 from .store import FileStore, MemoryStore, Store
-from .world import TRACKER_MODES, Record, World, WorldState, intended
+from .world import TRACKER_MODES, Delivery, Record, World, WorldState, intended
 
 
 class Variant(Protocol):
@@ -67,11 +67,12 @@ class Faults:
     drift: str = ""  # how the model answers a turn asked again (see `world.DRIFTS`); "" repeats the script
     commit: str = ""  # how the tracker makes a request durable (see `world.COMMITS`); "" it loses none
     downtimes: tuple[float, ...] = ()  # the hours a restart may come after its death: each a scenario of its own
+    late: bool = False  # a changing request spends time on the wire: a death at ``sent`` leaves it to land later
 
     @property
     def chooses(self) -> bool:
         """Whether each death leaves one of several states, each a scenario of its own (``I~S`` in its ID)."""
-        return self.power_cut or bool(self.downtimes)
+        return self.power_cut or bool(self.downtimes) or self.late
 
 
 NO_FAULTS = Faults()
@@ -152,6 +153,13 @@ class ScenarioRun:
         return Outcome(dups, tuple(missing), person.asks, max(calls_plus, 0), person.approvals, tuple(wrong),
                        int(final is None), orphans)
 
+    def result(self, job: Job, baseline_calls: int) -> ScenarioResult:
+        """The scenario as a sweep keeps it, for a sweep that re-executes each."""
+        labels = tuple(e.label for e in self.points.crashes())
+        saves = sum(1 for e in self.points.events if e.kind == "save")
+        return ScenarioResult(self.id, self.variant.slug, self.crashes, labels, self.outcome(job, baseline_calls),
+                              len(self.points.points()), saves, self.choices)
+
     def _meant(self, call: Call, made: list[Record], results: dict[str, Any], refused: bool) -> bool:
         """Whether the call's saved result names one of its own records, and its comments the issue meant."""
         result = results.get(call.id)
@@ -178,19 +186,24 @@ def run_scenario(variant: Variant, job: Job, crashes: tuple[int, ...], store: St
 
     Process k dies at its ``crashes[k-1]``-th point; the process after the last crash runs to the end.
     Under a fault that chooses, the k-th death leaves the ``choices[k-1]``-th state the fault allows:
-    the disk state a power cut leaves, or the downtime before the restart.
+    the disk state a power cut leaves, the downtime before the restart, or where in the restart the
+    request the death left in flight lands.
     """
     if faults.chooses and len(choices) != len(crashes):
         raise ValueError("a scenario under a fault that chooses names a choice for every crash")
+    if faults.late and len(crashes) > 1:
+        raise ValueError("a late delivery lands in the restart of a scenario's only crash")
     points = Recorder(crashes, scenario_id(variant.slug, crashes, faults.wrong_at, choices))
     world = new_world(variant, job, store, points, faults)
     durable = store(points)
-    start, stuck, left = None, None, []
+    start, stuck, left, late = None, None, [], None
     for k in range(len(crashes) + 1):
         points.start_process()
         returned, stuck = _life(variant.loop(job, world, durable, points))
         check_death(points, returned, stuck)
         if points.dead is None:
+            if late is not None:
+                late.after_the_end()
             break
         if faults.power_cut:
             durable, what = _power_cut(durable, store(points), choices[k], points)
@@ -203,8 +216,60 @@ def run_scenario(variant: Variant, job: Job, crashes: tuple[int, ...], store: St
             world.clock.hours += _chosen(faults.downtimes, choices[k], points)
             left.append(f"it starts {world.clock.hours - start.world.hours:g} h after the death: "
                         f"the world's clock reads {world.clock.hours:g} h")
+        if faults.late:
+            late = Landing.of(world, points, choices[k])
+    if late is not None:
+        left.append(late.what())
     final = None if stuck else check_finished(points, durable)
     return ScenarioRun(variant, crashes, points, world, durable, final, start, stuck, choices, tuple(left))
+
+
+@dataclass
+class Landing:
+    """The request a death left in flight, landing at the restart's `at`-th crash point, or just after
+    the restart finished: at its last point plus one (the fault `late-delivery`)."""
+
+    world: World
+    points: Recorder
+    delivery: Delivery
+    at: int
+    landed: bool = False
+
+    @classmethod
+    def of(cls, world: World, points: Recorder, at: int) -> Landing:
+        """The request in flight at the death of `points`' process, to land at its restart's point `at`."""
+        delivery, world.in_flight = world.in_flight, None
+        if delivery is None:
+            raise NoSuchChoice(f"{points.scenario}: process {points.process} died at its point {points.dead.index} "
+                               f"({points.dead.label}) with no request in flight; under late-delivery a crash is at "
+                               "a 'sent' point")
+        landing = cls(world, points, delivery, at)
+        points.watch = landing.reached
+        return landing
+
+    def what(self) -> str:
+        """Where it landed, as people read it."""
+        where = f"at this process's point {self.at}" if self.at <= self.points.passed else "after this process ends"
+        call = self.delivery.call
+        return f"the request of {call.id} ({call.tool}) that the dead process sent was in flight: it lands {where}"
+
+    def reached(self) -> None:
+        """The restart is at a crash point: the request lands if this is its point."""
+        if self.points.passed == self.at:
+            self.land()
+
+    def after_the_end(self) -> None:
+        """The restart has finished: the request lands now if it was to land after the restart's last point."""
+        if self.landed:
+            return
+        if self.at != self.points.passed + 1:
+            raise NoSuchChoice(f"{self.points.scenario}: the restart passes {self.points.passed} crash points, so a "
+                               f"late request lands at one of them or after the last (~1 to ~{self.points.passed + 1})")
+        self.land()
+
+    def land(self) -> None:
+        self.world.tracker.land(self.delivery)
+        self.landed = True
 
 
 def new_world(variant: Variant, job: Job, store: StoreFactory, points: Recorder, faults: Faults) -> World:
@@ -217,7 +282,7 @@ def new_world(variant: Variant, job: Job, store: StoreFactory, points: Recorder,
     """
     if not faults.reused_run_id:
         return World.new(job, points, variant.tracker_mode, desk=variant.desk, wrong_at=faults.wrong_at,
-                         drift=faults.drift, commit=faults.commit)
+                         drift=faults.drift, commit=faults.commit, late=faults.late)
     before = Recorder((), f"{points.scenario}, the earlier run", process=-1)
     world = World.new(job, before, variant.tracker_mode, desk=variant.desk)
     before.start_process()
@@ -556,6 +621,8 @@ def trunk(variant: Variant, job: Job, store: StoreFactory, depth: int = 2, share
         raise ValueError("a shared sweep runs in process: re-execute (share=False) to run scenarios otherwise")
     if faults != NO_FAULTS and not share:
         raise ValueError("a fault beyond the crash is swept shared, in process")
+    if faults.late:
+        raise ValueError("a late delivery changes what the restart does where it lands: see faults.late_deliveries")
     if share:  # the faults are in the world (a wrong answer) and the store (its syncs): every snapshot keeps them
         first = run_scenario(variant, job, (), store, faults)
         run, states = live(variant, job, store, None, (), True, faults)

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .job import Call
-from .world import KEY_RETENTION, World
+from .world import KEY_RETENTION, Delivery, World
 
 
 class TransportError(Exception):
@@ -19,7 +19,9 @@ class ToolSpec:
 
     read_only and idempotent make a repeat harmless by nature; honours_keys makes a keyed repeat
     harmless for as long as the receiver holds the key, `key_retention` hours (None: for ever);
-    supports_lookup means the receiver can say whether a keyed request happened.
+    supports_lookup means the receiver can say whether a keyed request happened, and
+    fences_lookups that a lookup finding nothing also fences the key, so a late arrival under it
+    is refused and a resend needs a new key.
     """
 
     name: str
@@ -28,14 +30,16 @@ class ToolSpec:
     honours_keys: bool = False
     supports_lookup: bool = False
     key_retention: float | None = None
+    fences_lookups: bool = False
 
 
 def toolbox(tracker_mode: str) -> dict[str, ToolSpec]:
     """The tools as declared for a tracker in `tracker_mode`: a tool promises what its receiver does."""
     changing = {
         "honours_keys": tracker_mode == "keyed",
-        "supports_lookup": tracker_mode in ("keyed", "lookup"),
+        "supports_lookup": tracker_mode in ("keyed", "lookup", "fencing"),
         "key_retention": KEY_RETENTION if tracker_mode == "keyed" else None,
+        "fences_lookups": tracker_mode == "fencing",
     }
     return {
         "search": ToolSpec("search", read_only=True),
@@ -56,10 +60,16 @@ def invoke(world: World, call: Call, results: dict[str, Any], key: str | None = 
     """Make the call against the tracker and return its result (an issue or comment number, or hits).
 
     A call marked ``fails_after_accept`` models an MCP server that dies mid-call, once: the tracker
-    handles the request, then the caller gets a `TransportError` instead of the answer.
+    handles the request, then the caller gets a `TransportError` instead of the answer. Under the
+    fault `late-delivery` a changing request is on the wire a while first: a death at ``sent`` leaves
+    it in flight, to land later.
     """
     args = resolve(call, results)
     if call.changes:
+        if world.late:
+            world.in_flight = Delivery(call, args, key)
+            world.tracker.points.hit("sent")
+            world.in_flight = None
         result = world.tracker.request(call, args, key)
     else:
         result = world.tracker.search(call, args["query"])

@@ -16,7 +16,7 @@ from .job import Call, Job, Turn
 from .points import Recorder
 
 #: What a tracker does with an idempotency key or client token sent with a changing request.
-TRACKER_MODES = ("keyed", "keyless", "lookup")
+TRACKER_MODES = ("keyed", "keyless", "lookup", "fencing")
 #: How a tracker makes a request durable, under the fault `tracker-crash` (a durable tracker, the
 #: chapter's, loses nothing): it answers, then commits at its next request (a write-behind cache);
 #: it commits the record, then its key; it commits both in one transaction, then answers.
@@ -31,6 +31,19 @@ class Clock:
     (the fault `expired-key`) all there is. Every part of the world that keeps time reads this one."""
 
     hours: float = 0.0
+
+
+class Fenced(Exception):
+    """A request under a key that a lookup fenced: the receiver refuses it (the Idempotency-Key draft's 409)."""
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """A changing request on the wire: sent, not yet applied. A death leaves it in flight (late-delivery)."""
+
+    call: Call
+    args: dict[str, Any]
+    key: str | None
 
 
 @dataclass(frozen=True)
@@ -65,6 +78,9 @@ class TrackerProtocol(Protocol):
     @property
     def answers_lookups(self) -> bool: ...
 
+    @property
+    def fences(self) -> bool: ...
+
     def request(self, call: Call, args: dict[str, Any], key: str | None = None) -> int: ...
 
     def search(self, call: Call, query: str) -> list[int]: ...
@@ -82,6 +98,9 @@ class TrackerProtocol(Protocol):
     def unsaved(self) -> tuple[int, frozenset[str]]:
         """What a death would take from the tracker: its newest records and the keys not yet durable."""
 
+    def fenced(self) -> frozenset[str]:
+        """The keys a lookup settled as never sent: a request that carries one is refused."""
+
 
 class Tracker:
     """The issue tracker. Its records outlive every crash.
@@ -89,6 +108,9 @@ class Tracker:
     `mode` says what it does with a key: ``keyed`` honours it (a known key returns the first answer
     and changes nothing), ``keyless`` ignores it and cannot be asked about it, ``lookup`` ignores it
     for the request but can answer whether a request with that key happened and what it returned.
+    ``fencing`` answers lookups too, and a lookup that finds nothing fences the key: the receiver
+    has settled it as never sent, and refuses a request that arrives with it later (`Fenced`), so a
+    late arrival cannot add to the resend the loop makes under a new key.
 
     A keyed tracker honours a key for `KEY_RETENTION` hours after it applied it, then forgets it,
     and a repeat is applied again. A lookup is not bound by it: a record keeps the key it was made
@@ -113,6 +135,7 @@ class Tracker:
         self.commit = commit
         self._unsaved_records = 0  # the newest records, not yet durable
         self._unsaved_keys: set[str] = set()
+        self._fenced: set[str] = set()
 
     @property
     def honours_keys(self) -> bool:
@@ -120,20 +143,41 @@ class Tracker:
 
     @property
     def answers_lookups(self) -> bool:
-        return self.mode in ("keyed", "lookup")
+        return self.mode in ("keyed", "lookup", "fencing")
+
+    @property
+    def fences(self) -> bool:
+        return self.mode == "fencing"
 
     def request(self, call: Call, args: dict[str, Any], key: str | None = None) -> int:
         """Apply a changing request (create or comment) and return the new record's number."""
         self.points.guard("a tracker request made")
+        if key in self._fenced:
+            raise Fenced(f"call {call.id}'s key {key} was fenced by a lookup: the tracker refuses it")
         if self.commit == "ack-first":
             self._commit()  # the last request's write, behind its answer
+        number, applied, forgot = self._apply(call, args, key)
+        self.points.note("request", call.tool, call=call.id, key=key, applied=applied, answer=number, forgot=forgot)
+        if not applied:
+            self.points.hit("accepted")
+            return number
+        if self.commit:
+            self.points.hit("applied")  # in the tracker's memory only
+        if self.commit == "two-step":
+            self._unsaved_records = 0
+            self.points.hit("record-committed")  # the record is durable, its key not yet
+        if self.commit != "ack-first":
+            self._commit()
+        self.points.hit("accepted")
+        return number
+
+    def _apply(self, call: Call, args: dict[str, Any], key: str | None) -> tuple[int, bool, bool]:
+        """The request's answer, whether it was applied (not answered from a kept key), and whether
+        the key it repeats had been forgotten."""
         known = key is not None and self.honours_keys and key in self._by_key
         forgot = known and self.clock.hours - self._key_times[key] >= KEY_RETENTION
         if known and not forgot:
-            number = self._by_key[key]
-            self.points.note("request", call.tool, call=call.id, key=key, applied=False, answer=number, forgot=False)
-            self.points.hit("accepted")
-            return number
+            return self._by_key[key], False, False
         if call.tool == "create_issue":
             self._issues += 1
             record = Record("issue", self._issues, call.id, key, text=f"{args['title']}\n{args['body']}")
@@ -145,17 +189,19 @@ class Tracker:
             self._by_key[key], self._key_times[key] = record.number, self.clock.hours
             self._unsaved_keys.add(key)
         self._unsaved_records += 1
-        self.points.note("request", call.tool, call=call.id, key=key, applied=True, answer=record.number,
-                         forgot=forgot)
-        if self.commit:
-            self.points.hit("applied")  # in the tracker's memory only
-        if self.commit == "two-step":
-            self._unsaved_records = 0
-            self.points.hit("record-committed")  # the record is durable, its key not yet
-        if self.commit != "ack-first":
-            self._commit()
-        self.points.hit("accepted")
-        return record.number
+        return record.number, True, forgot
+
+    def land(self, late: Delivery) -> None:
+        """A request sent by a process that has since died arrives now (the fault `late-delivery`).
+
+        It is applied as any request is, but no caller hears the answer and no crash point falls
+        within it: it lands between two of the restart's. A fencing tracker refuses it if a lookup
+        has fenced its key.
+        """
+        call, fenced = late.call, late.key in self._fenced
+        number, applied, _ = (None, False, False) if fenced else self._apply(call, late.args, late.key)
+        self._commit()
+        self.points.note("late", call.tool, call=call.id, key=late.key, applied=applied, answer=number, fenced=fenced)
 
     def _commit(self) -> None:
         self._unsaved_records, self._unsaved_keys = 0, set()
@@ -177,8 +223,14 @@ class Tracker:
         if not self.answers_lookups:
             raise RuntimeError("a keyless tracker cannot be asked about a key")
         answer = self._by_key.get(key)
-        self.points.note("lookup", "key", key=key, answer=answer)
+        fenced = answer is None and self.fences
+        if fenced:
+            self._fenced.add(key)  # settled as never sent: a late arrival with it is refused
+        self.points.note("lookup", "key", key=key, answer=answer, fenced=fenced)
         return answer
+
+    def fenced(self) -> frozenset[str]:
+        return frozenset(self._fenced)
 
     def made_by(self, call_id: str) -> list[Record]:
         """The records a script call caused: the truth the person sees and the verdict counts."""
@@ -345,7 +397,8 @@ class Model:
 
 @dataclass(frozen=True)
 class WorldState:
-    """All that a death leaves of the world, as one value: what a restart starts from.
+    """All that a death leaves of the world, as one value: what a restart starts from (but for a
+    request still in flight, which the fault `late-delivery` sweeps by re-execution).
 
     Two crash points that leave equal states have equal futures (the loops are deterministic), so
     the sweep runs a restart once per distinct state. Every field is sorted or ordered, so that equal
@@ -370,6 +423,7 @@ class WorldState:
     drift: str = ""  # how the model answers a turn asked again (the fault `drifting-model`), "" as scripted
     commit: str = ""  # how the tracker makes a request durable (the fault `tracker-crash`), "" it loses none
     asked: tuple[tuple[int, int], ...] = ()  # how many times the model was asked for each turn
+    fenced: tuple[str, ...] = ()  # the keys a fencing tracker's lookups settled as never sent
 
 
 @dataclass
@@ -381,6 +435,10 @@ class World:
     #: Calls whose tool server has already died once after the tracker accepted them.
     servers_died: MutableSet[str] = field(default_factory=set)
     clock: Clock = field(default_factory=Clock)
+    #: Whether a changing request spends time on the wire (the fault `late-delivery`): between the
+    #: crash point ``sent`` and the tracker, it is `in_flight`, and a death then leaves it there.
+    late: bool = False
+    in_flight: Delivery | None = None
 
     @property
     def earlier(self) -> int:
@@ -395,12 +453,13 @@ class World:
     @classmethod
     def new(
         cls, job: Job, points: Recorder, tracker_mode: str = "keyed", approves: bool = True, desk: str = "remembers",
-        wrong_at: int = 0, drift: str = "", commit: str = "",
+        wrong_at: int = 0, drift: str = "", commit: str = "", late: bool = False,
     ) -> World:
         clock = Clock()
         tracker = Tracker(points, tracker_mode, clock, commit)
         person = Person(points, tracker, approves, wrong_at)
-        return cls(tracker, person, ApprovalDesk(points, person, desk), Model(points, job, drift), clock=clock)
+        return cls(tracker, person, ApprovalDesk(points, person, desk), Model(points, job, drift), clock=clock,
+                   late=late)
 
     def state(self) -> WorldState:
         """What a death leaves: all of it, but what the tracker had not yet made durable."""
@@ -426,6 +485,7 @@ class World:
             drift=self.model.drift,
             commit=tracker.commit,
             asked=tuple(sorted(self.model.asked.items())),
+            fenced=tuple(sorted(tracker.fenced())),
         )
 
     @classmethod
@@ -438,6 +498,7 @@ class World:
         tracker._issues = sum(1 for r in state.records if r.kind == "issue")
         tracker._comments = len(state.records) - tracker._issues
         tracker._by_key, tracker._key_times = dict(state.keys), dict(state.key_times)
+        tracker._fenced = set(state.fenced)
         world.clock.hours = state.hours
         world.person.asks, world.person.approvals, world.person.earlier = state.asks, state.approvals, state.earlier
         world.desk._pending.update(state.pending)

@@ -86,7 +86,7 @@ def test_an_error_in_your_loop_is_named():
 
 
 def test_bad_options_are_refused():
-    with pytest.raises(ValueError, match=r"unknown tracker 'etcd' \(valid: keyed, keyless, lookup\)"):
+    with pytest.raises(ValueError, match=r"unknown tracker 'etcd' \(valid: keyed, keyless, lookup, fencing\)"):
         sweep(example.triage, EFFECTS, tracker="etcd")
     with pytest.raises(ValueError, match="at least 1"):
         sweep(example.triage, EFFECTS, depth=0)

@@ -51,7 +51,7 @@ def test_bad_input_is_one_line_and_exit_2(cli, tmp_path):
     broken = tmp_path / "broken.yaml"
     broken.write_text("name: [unclosed\n")
     cases = {
-        ("sweep", "--variant", "nope"): "unknown variant 'nope' (valid: all, per-turn, after-reply, keys, markers, keys-markers, per-turn-keys, agent-keyed, agent-keyless, agent-lookup)",
+        ("sweep", "--variant", "nope"): "unknown variant 'nope' (valid: all, per-turn, after-reply, keys, markers, keys-markers, per-turn-keys, agent-keyed, agent-keyless, agent-lookup, agent-fencing)",
         ("sweep", "--job", "absent.yaml"): "absent.yaml: no such job file",
         ("sweep", "--job", str(broken)): "invalid YAML",
         ("sweep", "--store", "disk"): "'disk' is not one of 'memory', 'files'",
@@ -79,7 +79,7 @@ def test_the_agent_sweep_and_its_own_errors(cli):
     assert set(rows[0]) == {"variant", "name", "points", "twice", "scenarios", "by_depth", "distinct", "with_dups",
                             "dups", "missing", "wrong", "asks", "approvals", "calls_plus", "stuck", "orphans"}
     code, _, err = cli("sweep", "--loop", "agent", "--tracker", "sometimes")
-    assert code == 2 and "unknown tracker 'sometimes' (valid: all, keyed, keyless, lookup)" in err
+    assert code == 2 and "unknown tracker 'sometimes' (valid: all, keyed, keyless, lookup, fencing)" in err
     code, _, err = cli("sweep", "--job", "approval")
     assert code == 2 and "only the agent's own loop handles: use --loop agent" in err
 

@@ -51,7 +51,8 @@ def test_on_any_job_the_lookup_rung_spares_the_person_and_so_every_wrong_answer(
 
 def test_faults_lists_every_fault_with_what_it_breaks(cli):
     code, out, err = cli("faults", "--format", "json")
-    slugs = ["crash", "power-cut", "tracker-crash", "wrong-answer", "drifting-model", "reused-run-id", "expired-key"]
+    slugs = ["crash", "power-cut", "tracker-crash", "wrong-answer", "drifting-model", "reused-run-id", "expired-key",
+             "late-delivery"]
     assert code == 0 and [f["slug"] for f in json.loads(out)] == list(FAULTS) == slugs
     code, out, err = cli("faults")
     assert code == 0 and out.startswith("crash ") and "\nwrong-answer " in out and "\npower-cut " in out

@@ -283,7 +283,7 @@ def test_the_golden_check_compares_exactly_the_rows_and_columns_it_names(cli, tm
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (("sweep", "--tracker", "nope"), "unknown tracker 'nope' (valid: all, keyed, keyless, lookup)"),
+        (("sweep", "--tracker", "nope"), "unknown tracker 'nope' (valid: all, keyed, keyless, lookup, fencing)"),
         (("sweep", "--loop", "agent", "--variant", "nope"), "unknown variant 'nope' (valid: all, per-turn"),
         (("sweep", "--variant", "keys,keys"), "variant 'keys' is named twice"),
         (("sweep", "--tracker", "keyed,keyed"), "tracker 'keyed' is named twice"),

@@ -41,7 +41,7 @@ def test_sweep_fault_all_sweeps_every_setting_and_writes_the_matrix(cli, tmp_pat
     data = json.loads(text)
     assert code == 0 and "swept power-cut (sync none)" in err and f"to {out}/" in err
     faults = [(r["fault"], r["setting"]) for r in data["faults"] if r["variant"] == "agent-keyed"]
-    assert len(faults) == 12 and ("drifting-model", "drift order") in faults and ("power-cut", "sync full") in faults
+    assert len(faults) == 13 and ("drifting-model", "drift order") in faults and ("power-cut", "sync full") in faults
     rows = {r["variant"]: r for r in data["matrix"]}
     assert rows["keys-markers"]["reused-run-id"]["outcome"] == "missing"
     assert rows["agent-keyed"]["power-cut full"] == {"outcome": "clean", "count": 0}

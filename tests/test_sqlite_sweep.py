@@ -30,8 +30,8 @@ def sqlite_worlds(monkeypatch):
 
     class SqliteWorlds:
         @staticmethod
-        def new(job, points, tracker_mode="keyed", desk="remembers", wrong_at=0, drift="", commit=""):
-            assert (desk, wrong_at, drift, commit) == ("remembers", 0, "", "")  # as a database keeps them
+        def new(job, points, tracker_mode="keyed", desk="remembers", wrong_at=0, drift="", commit="", late=False):
+            assert (desk, wrong_at, drift, commit, late) == ("remembers", 0, "", "", False)  # as a database keeps them
             opened.append(Database(root / f"{next(numbers)}.sqlite"))
             return open_world(opened[-1], job, points, tracker_mode)
 
