@@ -8,6 +8,7 @@ this machine: wall time (median of N) and peak memory of a `crashlab` process. I
   (the same busy loop run alone, then twice at once);
 - the growth table: scenarios, seconds and peak memory at depths 1 to 4, and for jobs of 4 to 32
   changing calls at depth 2;
+- each fault's sweep (`--fault`), every variant;
 - the book table with every process a real one, killed by SIGKILL (`--kill`): seconds, and the cost
   per scenario and per process, on one worker and on two;
 - the LangGraph agent and the DBOS workflow, killed for real on two workers.
@@ -27,11 +28,13 @@ import tempfile
 import time
 from pathlib import Path
 
+from crashlab.sweep import VARIANTS
+
 CRASHLAB = [sys.executable, "-m", "crashlab"]
 SPIN = [sys.executable, "-c", "x = 0\nfor i in range(10_000_000): x += i"]
 
 
-EVERY_VARIANT = "per-turn,after-reply,keys,markers,keys-markers,per-turn-keys,agent-keyed,agent-keyless,agent-lookup"
+EVERY_VARIANT = ",".join(VARIANTS)
 
 
 def measure(args: list[str], repeat: int) -> tuple[float, int, str]:
@@ -132,7 +135,8 @@ def main() -> None:
     cuts = (["power-cut", "--sync", sync] for sync in ("full", "file", "none"))
     commits = (["tracker-crash", "--commit", commit] for commit in ("ack-first", "two-step", "one-txn"))
     drifts = (["drifting-model", "--drift", drift] for drift in ("ids", "order"))
-    for fault in (["wrong-answer"], *drifts, ["reused-run-id"], ["expired-key"], *commits, *cuts):
+    every = (["wrong-answer"], *drifts, ["reused-run-id"], ["expired-key"], ["late-delivery"], *commits, *cuts)
+    for fault in every:
         seconds, peak, rows = sweep_rows("--variant", EVERY_VARIANT, "--fault", *fault, repeat=args.repeat)
         print(f"{' '.join(fault)}: {sum(row['scenarios'] for row in rows):,} scenarios in {seconds:.2f} s, "
               f"peak {peak} MiB")

@@ -17,6 +17,7 @@ from crashlab.designs import DESIGNS, DesignLoop
 from crashlab.job import load_job
 from crashlab.points import HarnessError
 from crashlab.sweep import AGENTS, VARIANTS, file_stores, memory_stores, run_scenario, sweep_variant, trunk
+from crashlab.world import TRACKER_MODES
 
 from .conftest import SCENARIOS
 from .strategies import jobs
@@ -152,7 +153,7 @@ def test_the_book_table_killed_for_real_is_the_in_process_table(triage, slug):
 
 AGENT_JOBS = [
     pytest.param(name, mode, marks=pytest.mark.slow)
-    for name in ("triage", "approval", "server-dies") for mode in ("keyed", "keyless", "lookup")
+    for name in ("triage", "approval", "server-dies") for mode in TRACKER_MODES
 ]
 
 
