@@ -14,7 +14,7 @@ $(INSTALLED): pyproject.toml
 	touch $@
 
 # The book's table, checked against the golden file, with every scenario written to results/; then
-# the agent's own loop against the three trackers, on the triage job and the two harder ones, each
+# the agent's own loop against every tracker, on the triage job and the two harder ones, each
 # checked against its golden file; every fault at each of its settings, with the matrix of worst
 # outcomes and its picture (results/faults/); and the pictures of both sweeps.
 sweep: $(INSTALLED)

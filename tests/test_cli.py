@@ -176,7 +176,7 @@ def test_the_progress_bar_counts_scenarios_on_a_real_terminal(tmp_path):
     assert done.returncode == 0
     assert json.loads(done.stdout)[0]["variant"] == "agent-keyed"  # stdout stays clean JSON
     counts = [int(count) for count in re.findall(rb"sweep: (\d+) scenarios \[", shown)]
-    assert counts and counts == sorted(counts) and 0 < counts[-1] <= 4797  # of 1611 + 1593 + 1593 scenarios
+    assert counts and counts == sorted(counts) and 0 < counts[-1] <= 6408  # of 1611 + 1593 + 1593 + 1611 scenarios
 
 
 def test_sharing_or_not_the_output_is_the_same_to_the_byte(cli):
