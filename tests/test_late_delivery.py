@@ -108,7 +108,7 @@ def test_a_lookup_tracker_duplicates_exactly_when_the_request_lands_after_its_no
     for s in swept("agent-lookup", triage).scenarios():
         run = run_scenario(VARIANTS["agent-lookup"], triage, s.crashes, memory_stores(), LATE, s.choices)
         told = [e.kind for e in run.points.events if e.kind in ("lookup", "late")]
-        heard_no = [e for e in run.points.events if e.kind == "lookup"][0].detail["answer"] is None
+        heard_no = next(e for e in run.points.events if e.kind == "lookup").detail["answer"] is None
         assert (s.outcome.extra == 1) == (told == ["lookup", "late"] and heard_no), s.id
 
 
