@@ -1,5 +1,5 @@
 """`python -m crashlab`: the same command line as the `crashlab` script."""
 
-from .cli import main
+from crashlab.cli import main
 
 main()

@@ -31,12 +31,11 @@ from typing import Any
 import msgspec
 
 import crashlab
-
-from .job import Call
-from .kill import die, empty_world, ended_by, forked, killed, returned
-from .points import HarnessError, Recorder
-from .sqlite import TRACKER_FILE, Database, SqliteTracker
-from .world import TRACKER_MODES, Record
+from crashlab.engine.points import HarnessError, Recorder
+from crashlab.job import Call
+from crashlab.runners.forked import die, empty_world, ended_by, forked, killed, returned
+from crashlab.world import TRACKER_MODES, Record
+from crashlab.world.sqlite import TRACKER_FILE, Database, SqliteTracker
 
 #: A crash point as a sweep of your loop names it: its label and which occurrence of that label.
 Point = tuple[str, int]
@@ -243,7 +242,7 @@ def sweep(entry: Entry, effects: Sequence[str], *, name: str = "loop", tracker: 
     if workers == 1:
         trees = [plan.subtree(first, runs[0]) for first in firsts]
     else:
-        from .parallel import on_pool
+        from crashlab.engine.parallel import on_pool
 
         trees = on_pool(workers)(partial(plan.subtree, baseline=runs[0]), firsts, lambda tree: None)
     return Sweep(name, tuple(map(_name, runs[0])), tuple(s for tree in trees for s in tree))

@@ -28,7 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from crashlab.sweep import VARIANTS
+from crashlab.engine.sweep import VARIANTS
 
 CRASHLAB = [sys.executable, "-m", "crashlab"]
 SPIN = [sys.executable, "-c", "x = 0\nfor i in range(10_000_000): x += i"]

@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parent.parent
 settings.register_profile("dev", max_examples=5, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("ci", max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
-SCENARIOS = ROOT / "crashlab" / "jobs"
+SCENARIOS = ROOT / "scenarios"
 
 
 @pytest.fixture(scope="session")

@@ -1,7 +1,7 @@
 """The oracle every fault is held to: a shared sweep counts what re-executing each scenario gives."""
 
+from crashlab.engine.sweep import VARIANTS, Faults, StoreFactory, memory_stores, run_scenario, sweep_variant
 from crashlab.job import Job
-from crashlab.sweep import VARIANTS, Faults, StoreFactory, memory_stores, run_scenario, sweep_variant
 
 
 def shared_is_re_executed(job: Job, slugs: tuple[str, ...], faults: Faults, store: StoreFactory | None = None,

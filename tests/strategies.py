@@ -1,13 +1,13 @@
 """Random small jobs in the YAML schema, for the properties that must hold on any job.
 
-The jobs come from `crashlab.generate`, the generator `crashlab campaign` uses too; Hypothesis
+The jobs come from `crashlab.job.generate`, the generator `crashlab campaign` uses too; Hypothesis
 supplies its random numbers, so a failing job is found again and shrunk towards a simpler one.
 """
 
 from hypothesis import strategies as st
 
-from crashlab.generate import job_spec
 from crashlab.job import Job, parse_job
+from crashlab.job.generate import job_spec
 
 
 def jobs(max_turns: int = 2, max_calls: int = 3, harder: bool = False) -> st.SearchStrategy[Job]:

@@ -5,14 +5,14 @@ from dataclasses import dataclass
 import pytest
 from hypothesis import given
 
-from crashlab.agent import ASK, LOOKUP, RERUN, AgentLoop, AgentVariant, ladder
-from crashlab.checkpoint import CheckpointError
-from crashlab.guarantees import broken
+from crashlab.check.promises import broken
+from crashlab.durable.checkpoint import CheckpointError
+from crashlab.durable.store import FileStore
+from crashlab.engine.points import Recorder
+from crashlab.engine.sweep import AGENTS, file_stores, memory_stores, run_scenario, sweep_variant
 from crashlab.job import load_job
-from crashlab.points import Recorder
-from crashlab.store import FileStore
-from crashlab.sweep import AGENTS, file_stores, memory_stores, run_scenario, sweep_variant
-from crashlab.tools import ToolSpec, toolbox
+from crashlab.loops.agent import ASK, LOOKUP, RERUN, AgentLoop, AgentVariant, ladder
+from crashlab.loops.tools import ToolSpec, toolbox
 from crashlab.world import World
 
 from .conftest import SCENARIOS

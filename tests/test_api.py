@@ -15,7 +15,7 @@ import pytest
 
 import crashlab
 from crashlab.api import explain, render, sweep
-from crashlab.points import HarnessError
+from crashlab.engine.points import HarnessError
 
 from .conftest import ROOT
 

@@ -2,8 +2,8 @@
 
 import json
 
-from crashlab import guarantees
-from crashlab.campaign import spec_of
+from crashlab.check import promises as guarantees
+from crashlab.check.campaign import spec_of
 
 
 def test_job_k_of_a_seed_is_the_same_job_every_time():

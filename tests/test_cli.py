@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from crashlab.designs import DESIGNS
+from crashlab.loops.designs import DESIGNS
 
 
 def test_json_gives_the_35_cells_under_the_documented_keys(cli):

@@ -13,7 +13,7 @@ pytestmark = pytest.mark.slow
 
 def sweep_variants(job):
     """Imported when a test runs: collecting the fast suite should not pay for importing DBOS."""
-    from crashlab.dbos_agent import sweep_variants
+    from crashlab.adapters.dbos import sweep_variants
 
     return sweep_variants(job)
 

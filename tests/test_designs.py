@@ -1,7 +1,7 @@
 """The five designs, one process at a time: the traces the chapter prints, and why each duplicates."""
 
-from crashlab.designs import DESIGNS
-from crashlab.sweep import memory_stores, run_scenario
+from crashlab.engine.sweep import memory_stores, run_scenario
+from crashlab.loops.designs import DESIGNS
 
 
 def trace(design, job, crashes=()):

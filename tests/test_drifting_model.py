@@ -13,10 +13,10 @@ from dataclasses import replace
 import pytest
 from hypothesis import given, settings
 
+from crashlab.engine.points import Recorder
+from crashlab.engine.sweep import AGENTS, VARIANTS, memory_stores, sweep_variant
 from crashlab.faults import faults_of
 from crashlab.job import Call, Job, Turn
-from crashlab.points import Recorder
-from crashlab.sweep import AGENTS, VARIANTS, memory_stores, sweep_variant
 from crashlab.world import Model
 
 from .oracle import shared_is_re_executed

@@ -12,12 +12,12 @@ from dataclasses import dataclass, replace
 import pytest
 from hypothesis import given, settings
 
-from crashlab.agent import ASK, LOOKUP, RERUN, AgentLoop, AgentVariant, ladder
+from crashlab.engine.points import Recorder
+from crashlab.engine.sweep import AGENTS, VARIANTS, Faults, memory_stores, run_scenario, sweep_variant
 from crashlab.faults import DOWNTIMES, faults_of
 from crashlab.job import Call
-from crashlab.points import Recorder
-from crashlab.sweep import AGENTS, VARIANTS, Faults, memory_stores, run_scenario, sweep_variant
-from crashlab.tools import ToolSpec, toolbox
+from crashlab.loops.agent import ASK, LOOKUP, RERUN, AgentLoop, AgentVariant, ladder
+from crashlab.loops.tools import ToolSpec, toolbox
 from crashlab.world import KEY_RETENTION, Clock, Tracker
 
 from .oracle import shared_is_re_executed

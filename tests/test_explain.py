@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from crashlab.explain import ScenarioError, find_scenario, point_rows, story
+from crashlab.engine.sweep import VARIANTS, memory_stores, run_scenario
 from crashlab.job import load_job
-from crashlab.sweep import VARIANTS, memory_stores, run_scenario
+from crashlab.report.story import ScenarioError, find_scenario, point_rows, story
 
 from .conftest import SCENARIOS
 

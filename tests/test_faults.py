@@ -11,8 +11,8 @@ import json
 import pytest
 from hypothesis import given
 
+from crashlab.engine.sweep import VARIANTS, memory_stores, sweep_variant
 from crashlab.faults import FAULTS, wrong_answers
-from crashlab.sweep import VARIANTS, memory_stores, sweep_variant
 
 from .strategies import jobs
 

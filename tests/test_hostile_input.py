@@ -55,7 +55,7 @@ def assert_refused(code: int, out: str, err: str, *messages: str, exit_code: int
 def run(*args: str, cwd: Path = ROOT, timeout: float = 20) -> tuple[int, str, str, float]:
     """crashlab as a real process: (exit code, stdout, stderr, seconds)."""
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "crashlab.cli", *args], cwd=cwd, capture_output=True, text=True,
+    done = subprocess.run([sys.executable, "-m", "crashlab", *args], cwd=cwd, capture_output=True, text=True,
                           timeout=timeout)
     return done.returncode, done.stdout, done.stderr, time.perf_counter() - start
 
@@ -206,7 +206,7 @@ def test_sigterm_leaves_no_file_store_and_no_partial_results_behind(tmp_path):
     out = tmp_path / "results"
     # Re-executed on one worker, the sweep holds its file store in this process for a few seconds.
     args = ["sweep", "--store", "files", "--no-share", "--workers", "1", "--out", str(out)]
-    process = subprocess.Popen([sys.executable, "-m", "crashlab.cli", *args],
+    process = subprocess.Popen([sys.executable, "-m", "crashlab", *args],
                                cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     root = None
     deadline = time.monotonic() + 10

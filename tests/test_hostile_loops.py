@@ -14,9 +14,9 @@ from dataclasses import dataclass
 import pytest
 from hypothesis import given
 
-from crashlab.designs import DESIGNS, DesignLoop
-from crashlab.points import Crash, HarnessError
-from crashlab.sweep import memory_stores, run_scenario, stores, sweep_variant
+from crashlab.engine.points import Crash, HarnessError
+from crashlab.engine.sweep import memory_stores, run_scenario, stores, sweep_variant
+from crashlab.loops.designs import DESIGNS, DesignLoop
 
 from .strategies import jobs
 
@@ -143,7 +143,7 @@ def test_a_loop_that_swallows_its_crash_and_goes_on_is_caught_at_its_next_act(tr
         run_scenario(Hostile("swallows", SwallowsItsCrash), triage, (accepted,), store)
     message = str(error.value)
     assert message.startswith(f"swallows:{accepted}: a checkpoint written after the crash of process 1 at its point")
-    assert "(accepted)" in message and "crashlab/loop.py" in message
+    assert "(accepted)" in message and "crashlab/loops/life.py" in message
 
 
 def test_a_loop_that_returns_after_its_crash_is_caught(triage, store):

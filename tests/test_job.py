@@ -7,7 +7,7 @@ import pytest
 import yaml
 
 from crashlab.job import ID_GRAMMAR, TEXT_LIMITS, JobError, find_job, load_job, parse_job, shipped_jobs
-from crashlab.schema import conforms
+from crashlab.job.schema import conforms
 
 from .conftest import SCENARIOS
 
@@ -118,7 +118,7 @@ SCHEMA_REFUSES = [
 
 
 def test_the_schema_holds_every_shipped_job_and_refuses_what_the_reader_refuses_by_type_or_size():
-    """crashlab.schema mirrors the reader's types and limits for editors; it must not drift from it."""
+    """crashlab.job.schema mirrors the reader's types and limits for editors; it must not drift from it."""
     for name in shipped_jobs():
         assert conforms(yaml.safe_load((SCENARIOS / f"{name}.yaml").read_text())), name
     for data in SCHEMA_REFUSES:

@@ -5,7 +5,7 @@ import os
 import subprocess
 import sys
 
-from crashlab.keys import key
+from crashlab.loops.keys import key
 
 
 def test_key_is_sha256_of_the_length_prefixed_parts():
@@ -33,7 +33,7 @@ def test_the_boundary_between_run_and_call_matters():
 def test_no_two_calls_share_a_key_and_a_retry_in_a_new_process_carries_the_same_one():
     assert len({key("run-1", c) for c in "ABCS"} | {key("run-2", "A")}) == 5
     retried = subprocess.run(
-        [sys.executable, "-c", "from crashlab.keys import key; print(key('run-1', 'A'))"],
+        [sys.executable, "-c", "from crashlab.loops.keys import key; print(key('run-1', 'A'))"],
         capture_output=True, text=True, check=True, env={**os.environ, "PYTHONHASHSEED": "12345"},
     )
     assert retried.stdout.strip() == key("run-1", "A")  # no per-process salt, as Python's hash() has

@@ -1,6 +1,6 @@
 """Real deaths: a sweep whose every process is an OS process that SIGKILLs itself gives the in-process table.
 
-`crashlab.kill.run_scenario` forks each process of a scenario, lets it run against a world in SQLite
+`crashlab.runners.forked.run_scenario` forks each process of a scenario, lets it run against a world in SQLite
 and a checkpoint file, and kills it at its crash point; the parent reads every count from the files
 afterwards. Held against the in-process sweep (re-executed, the oracle) scenario by scenario: a
 difference is a bug in one of the two.
@@ -12,11 +12,11 @@ import signal
 import pytest
 from hypothesis import given, settings
 
-from crashlab import kill
-from crashlab.designs import DESIGNS, DesignLoop
+from crashlab.engine.points import HarnessError
+from crashlab.engine.sweep import AGENTS, VARIANTS, file_stores, memory_stores, run_scenario, sweep_variant, trunk
 from crashlab.job import load_job
-from crashlab.points import HarnessError
-from crashlab.sweep import AGENTS, VARIANTS, file_stores, memory_stores, run_scenario, sweep_variant, trunk
+from crashlab.loops.designs import DESIGNS, DesignLoop
+from crashlab.runners import forked as kill
 from crashlab.world import TRACKER_MODES
 
 from .conftest import SCENARIOS

@@ -15,7 +15,7 @@ pytestmark = pytest.mark.slow
 
 def sweep_variants(job):
     """Imported when a test runs: collecting the fast suite should not pay for importing LangGraph."""
-    from crashlab.langgraph_agent import sweep_variants
+    from crashlab.adapters.langgraph import sweep_variants
 
     return sweep_variants(job)
 

@@ -14,17 +14,17 @@ import msgspec
 import pytest
 from hypothesis import given, settings
 
-from crashlab.agent import LOOKUP, AgentLoop, AgentVariant, ladder
-from crashlab.checkpoint import Checkpoint, CheckpointError, TurnRecord
-from crashlab.explain import find_scenario
+from crashlab.durable.checkpoint import Checkpoint, CheckpointError, TurnRecord
+from crashlab.engine.points import Recorder
+from crashlab.engine.sweep import AGENTS, DESIGNS, VARIANTS, memory_stores, run_scenario, sweep_variant
 from crashlab.faults import faults_of, late_deliveries
 from crashlab.job import Call
-from crashlab.keys import key
-from crashlab.points import Recorder
-from crashlab.sqlite import Database, SqliteTracker
-from crashlab.sweep import AGENTS, DESIGNS, VARIANTS, memory_stores, run_scenario, sweep_variant
-from crashlab.tools import toolbox
+from crashlab.loops.agent import LOOKUP, AgentLoop, AgentVariant, ladder
+from crashlab.loops.keys import key
+from crashlab.loops.tools import toolbox
+from crashlab.report.story import find_scenario
 from crashlab.world import Delivery, Fenced, Tracker
+from crashlab.world.sqlite import Database, SqliteTracker
 
 from .strategies import jobs
 

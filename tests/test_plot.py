@@ -7,10 +7,10 @@ import pytest
 
 pytest.importorskip("matplotlib")
 
-from crashlab import plot  # noqa: E402
-from crashlab.designs import DESIGNS  # noqa: E402
+from crashlab.engine.sweep import Outcome, memory_stores, sweep_variant  # noqa: E402
 from crashlab.job import load_job  # noqa: E402
-from crashlab.sweep import Outcome, memory_stores, sweep_variant  # noqa: E402
+from crashlab.loops.designs import DESIGNS  # noqa: E402
+from crashlab.report import plot  # noqa: E402
 
 from .conftest import SCENARIOS  # noqa: E402
 

@@ -11,12 +11,12 @@ import os
 import pytest
 from hypothesis import given, settings
 
-from crashlab.checkpoint import Checkpoint
-from crashlab.disk import Disk
+from crashlab.durable.checkpoint import Checkpoint
+from crashlab.durable.disk import Disk
+from crashlab.durable.store import FileStore, MemoryStore
+from crashlab.engine.points import Recorder
+from crashlab.engine.sweep import AGENTS, VARIANTS, Faults, memory_stores, run_scenario, sweep_variant
 from crashlab.faults import power_cuts
-from crashlab.points import Recorder
-from crashlab.store import FileStore, MemoryStore
-from crashlab.sweep import AGENTS, VARIANTS, Faults, memory_stores, run_scenario, sweep_variant
 
 from .oracle import shared_is_re_executed
 from .strategies import jobs

@@ -12,10 +12,10 @@ from dataclasses import dataclass
 import pytest
 from hypothesis import given, settings
 
-from crashlab.agent import AgentLoop, AgentVariant
+from crashlab.engine.sweep import AGENTS, VARIANTS, Faults, memory_stores, run_scenario, sweep_variant
 from crashlab.faults import reused_run_ids
-from crashlab.sweep import AGENTS, VARIANTS, Faults, memory_stores, run_scenario, sweep_variant
-from crashlab.tools import toolbox
+from crashlab.loops.agent import AgentLoop, AgentVariant
+from crashlab.loops.tools import toolbox
 
 from .oracle import shared_is_re_executed
 from .strategies import jobs

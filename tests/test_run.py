@@ -7,11 +7,11 @@ import signal
 import subprocess
 import sys
 
-from crashlab.checkpoint import Checkpoint, TurnRecord
+from crashlab.durable.checkpoint import Checkpoint, TurnRecord
+from crashlab.engine.points import Recorder
 from crashlab.job import Call, load_job
-from crashlab.points import Recorder
-from crashlab.run import locked
-from crashlab.sqlite import Database, open_world
+from crashlab.runners.program import locked
+from crashlab.world.sqlite import Database, open_world
 
 from .conftest import ROOT, SCENARIOS
 

@@ -15,8 +15,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from crashlab.engine.sweep import AGENTS, memory_stores, run_scenario
 from crashlab.job import load_job
-from crashlab.sweep import AGENTS, memory_stores, run_scenario
 
 from .conftest import ROOT, SCENARIOS
 from .test_run import calls, crashlab

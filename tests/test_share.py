@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from crashlab.designs import DESIGNS
+from crashlab.engine.sweep import AGENTS, VARIANTS, Tally, memory_stores, stores, sweep_variant
 from crashlab.job import find_job
-from crashlab.sweep import AGENTS, VARIANTS, Tally, memory_stores, stores, sweep_variant
+from crashlab.loops.designs import DESIGNS
 
 from .strategies import jobs
 
@@ -106,7 +106,7 @@ def test_the_shared_sweep_of_triage_at_depth_three_is_the_replayed_one(triage, s
 
 @pytest.mark.parametrize("share", [True, False])
 def test_any_number_of_workers_gives_the_same_sweep(share):
-    from crashlab.parallel import sweep_all
+    from crashlab.engine.parallel import sweep_all
 
     job, variants = find_job("read-only"), [DESIGNS["after-reply"], AGENTS["agent-keyless"]]
     one, two = (sweep_all(variants, job, "memory", 3 if share else 2, share, workers) for workers in (1, 2))

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from crashlab import sweep
+from crashlab.engine import sweep
+from crashlab.engine.sweep import AGENTS, memory_stores, run_scenario, sweep_variant
 from crashlab.job import load_job
-from crashlab.sqlite import Database, open_world
-from crashlab.sweep import AGENTS, memory_stores, run_scenario, sweep_variant
 from crashlab.world import TRACKER_MODES
+from crashlab.world.sqlite import Database, open_world
 
 from .conftest import SCENARIOS
 

@@ -5,10 +5,10 @@ from dataclasses import astuple
 import pytest
 from hypothesis import given
 
-from crashlab import report
-from crashlab.designs import DESIGNS
+from crashlab.engine.sweep import file_stores, memory_stores, sweep_variant
 from crashlab.job import load_job
-from crashlab.sweep import file_stores, memory_stores, sweep_variant
+from crashlab.loops.designs import DESIGNS
+from crashlab.report import tables as report
 
 from .conftest import ROOT, SCENARIOS
 from .strategies import jobs

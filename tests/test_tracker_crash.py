@@ -11,10 +11,10 @@ import json
 import pytest
 from hypothesis import given, settings
 
+from crashlab.engine.points import Recorder
+from crashlab.engine.sweep import AGENTS, VARIANTS, memory_stores, run_scenario, sweep_variant
 from crashlab.faults import faults_of
 from crashlab.job import Call
-from crashlab.points import Recorder
-from crashlab.sweep import AGENTS, VARIANTS, memory_stores, run_scenario, sweep_variant
 from crashlab.world import COMMITS, Clock, Tracker
 
 from .oracle import shared_is_re_executed

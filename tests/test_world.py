@@ -6,10 +6,10 @@ protocol, and a loop must not be able to tell them apart.
 
 import pytest
 
+from crashlab.engine.points import Crash, Recorder
 from crashlab.job import Call, load_job
-from crashlab.points import Crash, Recorder
-from crashlab.sqlite import Database, SqliteTracker, WorldError, open_world
 from crashlab.world import Person, Tracker, TrackerProtocol
+from crashlab.world.sqlite import Database, SqliteTracker, WorldError, open_world
 
 from .conftest import SCENARIOS
 

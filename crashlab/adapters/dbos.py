@@ -1,0 +1,81 @@
+"""The job as a DBOS workflow (`crashlab[dbos]`), one step per tool call, for a sweep that kills it for real.
+
+What a DBOS user writes: a `@DBOS.workflow()` that runs the job's calls in order, each a
+`@DBOS.step()`, over a SQLite system database in the run's directory. A restart is DBOS's own:
+the process launches DBOS again, which recovers the pending workflow from its recorded steps, and
+waits for it. A step runs at least once: if the process dies after the step's effect and before
+DBOS recorded its output, recovery runs it again. The keyed variant sends a key made of DBOS's own
+durable IDs, the workflow ID and the step ID.
+
+Crash points, besides the tracker's own ``accepted`` (inside the step, after the commit, before
+DBOS records the output): ``step`` just before each step and ``step-recorded`` just after it
+returned to the workflow. Only this module imports DBOS.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any
+
+from dbos import DBOS, SetWorkflowID
+
+import crashlab
+from crashlab.api import Entry, Run, Sweep, sweep
+from crashlab.job import Job
+
+WORKFLOW = "triage-workflow"
+
+#: What the process's workflow and steps work with: set by `agent` before DBOS launches.
+_now: dict[str, Any] = {}
+
+
+@DBOS.step()
+def tool_step(call_id: str, tool: str, args: dict[str, Any]) -> Any:
+    tracker, keyed = _now["run"].tracker, _now["keyed"]
+    key = f"{DBOS.workflow_id}:{DBOS.step_id}" if keyed else None
+    if tool == "create_issue":
+        return tracker.create_issue(call_id, args["title"], args["body"], key=key)
+    if tool == "comment":
+        return tracker.comment(call_id, args["issue"], args["body"], key=key)
+    return tracker.search(args["query"])
+
+
+@DBOS.workflow()
+def job_workflow() -> dict[str, Any]:
+    results: dict[str, Any] = {}
+    for turn in _now["job"].turns:
+        for call in turn.calls:
+            args = {name: results[value[1:]] if isinstance(value, str) and value.startswith("$") else value
+                    for name, value in call.args.items()}
+            crashlab.point("step")
+            results[call.id] = tool_step(call.id, call.tool, args)
+            crashlab.point("step-recorded")
+    return results
+
+
+def agent(job: Job, keyed: bool, run: Run) -> None:
+    """One process: launch DBOS over the run's database; start the workflow, or wait for its recovery."""
+    _now.update(job=job, keyed=keyed, run=run)
+    DBOS(config={"name": "crashlab", "system_database_url": f"sqlite:///{run.directory / 'dbos.sqlite'}",
+                 "run_admin_server": False, "log_level": "ERROR"})
+    DBOS.launch()  # recovers a pending workflow in the background, as after any crash
+    if DBOS.get_workflow_status(WORKFLOW) is None:
+        with SetWorkflowID(WORKFLOW):
+            DBOS.start_workflow(job_workflow).get_result()
+    else:
+        DBOS.retrieve_workflow(WORKFLOW).get_result(polling_interval_sec=0.01)
+
+
+#: The rows: the workflow as a user writes it, and the same with keys from DBOS's own IDs.
+VARIANTS = {"dbos-plain": "DBOS workflow, plain steps", "dbos-keyed": "DBOS workflow, keyed steps"}
+
+
+def entry(job: Job, slug: str) -> Entry:
+    """The entry point of variant `slug`: one process of the workflow's application."""
+    return partial(agent, job, slug == "dbos-keyed")
+
+
+def sweep_variants(job: Job, depth: int = 1, repeat: int = 1, workers: int = 1) -> list[Sweep]:
+    effects = [call.id for call in job.changing_calls]
+    return [sweep(entry(job, slug), effects, name=slug, depth=depth, repeat=repeat, workers=workers)
+            for slug in VARIANTS]

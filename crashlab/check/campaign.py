@@ -1,0 +1,85 @@
+"""A campaign: many generated jobs, each swept to a depth, every broken promise reported with its scenario.
+
+This is the workload a cluster exists for: each job is a unit of work, swept whole wherever it
+runs, and the verdicts come back in the order of the jobs. Job k of seed S is the same job on every
+machine (its random numbers are seeded by ``S:k``), so a violation found on a cluster is found
+again here, and written out as a job file that `crashlab explain` takes.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+from crashlab.check import promises as guarantees
+from crashlab.engine.parallel import runner
+from crashlab.engine.points import HarnessError
+from crashlab.engine.sweep import VARIANTS, memory_stores, sweep_variant
+from crashlab.job import parse_job
+from crashlab.job.generate import job_spec
+
+#: Past this many, a job's violations are counted but not listed one by one.
+LISTED = 20
+
+
+@dataclass(frozen=True)
+class Violation:
+    scenario: str  # a scenario ID, or the variant's slug when the sweep itself failed
+    what: str
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One job's campaign result: how many scenarios it took and which promises broke where."""
+
+    name: str
+    spec: dict[str, Any]  # the job, as its YAML file says it
+    scenarios: int
+    broken: int
+    violations: tuple[Violation, ...] = field(default=())
+
+
+def spec_of(seed: int, k: int) -> dict[str, Any]:
+    """Job `k` of the campaign seeded `seed`: half of them with servers that die and approvals."""
+    rng = random.Random(f"{seed}:{k}")
+    return job_spec(rng, max_turns=2, max_calls=3, harder=rng.random() < 0.5, name=f"campaign-{seed}-{k}")
+
+
+def check(spec: dict[str, Any], depth: int) -> Verdict:
+    """Sweep the job under every variant that makes promises, and hold each scenario to them."""
+    job = parse_job(spec)
+    scenarios, count, listed = 0, 0, []
+    for slug in guarantees.PROMISING:
+        variant = VARIANTS[slug]
+        if variant.refuses(job):
+            continue
+        try:
+            sweep = sweep_variant(variant, job, memory_stores(), depth)
+        except HarnessError as error:
+            count += 1
+            listed.append(Violation(slug, f"the sweep failed: {error}"))
+            continue
+        for result in sweep.scenarios():
+            scenarios += 1
+            for what in guarantees.broken(variant, job, result):
+                count += 1
+                if len(listed) < LISTED:
+                    listed.append(Violation(result.id, what))
+    return Verdict(job.name, spec, scenarios, count, tuple(listed))
+
+
+def campaign(jobs: int, seed: int, depth: int, workers: int = 1, scheduler: str | None = None,
+             done: Callable[[Verdict], None] = lambda v: None) -> list[Verdict]:
+    """Every job's verdict, in the order of the jobs, however many workers or machines ran them."""
+    specs = [spec_of(seed, k) for k in range(jobs)]
+    if workers == 1 and scheduler is None:
+        verdicts = []
+        for spec in specs:
+            verdicts.append(check(spec, depth))
+            done(verdicts[-1])
+        return verdicts
+    return runner(workers, scheduler)(partial(check, depth=depth), specs, done)
+

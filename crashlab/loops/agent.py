@@ -1,0 +1,196 @@
+"""crashlab's recommended durable loop: the one to copy into your own agent.
+
+Four rules make it safe to kill at any instant:
+
+1. Save the model's reply before running any tool. Every call then has a fixed ID before it goes
+   out, and a restart sees which calls already have results.
+2. Send ``key(run, call)`` with every changing request. The run ID is fresh for every new run and
+   lives in the checkpoint, so a resumed run keeps its own and every retry carries the same key.
+3. Save an attempt marker, with the time it was written, just before every changing request.
+4. On restart, a marker with no result means the outcome is unknown. Settle it on the resolution
+   ladder: run it again if a repeat is harmless (a keyed repeat only while the receiver still holds
+   the key: the marker is younger than the key retention the tool declares); else ask the receiver
+   whether it happened; only then ask the person. The rung is saved before the loop acts on it.
+   A receiver that fences answers "no" once and for all: the key is retired, so a request still on
+   the wire is refused when it lands, and the resend goes out under the call's next key, which is
+   saved before it leaves.
+
+Two harder situations are handled by the same rules: a tool whose server dies after the tracker
+accepted the request (a `TransportError`: the outcome is unknown, so it goes to the ladder, neither
+retried blindly nor given up on), and a call that waits for a person's approval (asked through the
+approval desk, by key, and saved, so no restart asks for it again).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from crashlab.durable.checkpoint import Checkpoint, TurnRecord
+from crashlab.durable.store import Store
+from crashlab.engine.points import Recorder
+from crashlab.job import Call, Job, Turn
+from crashlab.loops.keys import key
+from crashlab.loops.life import Loop
+from crashlab.loops.tools import ToolSpec, TransportError, invoke, toolbox
+from crashlab.world import World
+
+# The rungs of the resolution ladder, in the order they are tried.
+RERUN = "rerun"  # a repeat is harmless: send it again
+LOOKUP = "lookup"  # ask the receiver whether the keyed request happened
+ASK = "ask"  # ask the person
+
+
+def ladder(tool: ToolSpec, age: float = 0.0) -> tuple[str, str]:
+    """The first rung that can settle an unknown outcome of a call to `tool`, attempted `age` hours ago, and why."""
+    if tool.read_only:
+        return RERUN, "the tool only reads: a repeat is harmless"
+    if tool.idempotent:
+        return RERUN, "the tool is idempotent: a repeat is harmless"
+    if tool.honours_keys and (tool.key_retention is None or age < tool.key_retention):
+        return RERUN, "the request was keyed and the receiver still holds the key: a repeat changes nothing"
+    if tool.honours_keys:  # the key is older than the receiver keeps keys
+        expired = f"the key may have expired (the marker is {age:g} h old, keys are kept {tool.key_retention:g} h)"
+        if tool.supports_lookup:
+            return LOOKUP, f"{expired}, but the receiver can say whether the keyed request happened"
+        return ASK, f"{expired} and the receiver cannot be asked: only the person can tell"
+    if tool.supports_lookup and tool.fences_lookups:
+        return LOOKUP, ("the receiver can say whether the keyed request happened, and fences the key if not: "
+                        "a late arrival under it is refused")
+    if tool.supports_lookup:
+        return LOOKUP, "the receiver can say whether the keyed request happened"
+    return ASK, "no key is honoured and the receiver cannot be asked: only the person can tell"
+
+
+class AgentLoop(Loop):
+    """One life of the agent's process, from loading its checkpoint to the end, or a crash."""
+
+    def __init__(
+        self,
+        job: Job,
+        world: World,
+        store: Store,
+        points: Recorder,
+        tools: dict[str, ToolSpec],
+        new_run_id: Callable[[], str] = lambda: uuid.uuid4().hex,
+    ):
+        super().__init__(job, world, store, points)
+        self.tools = tools
+        self.new_run_id = new_run_id
+
+    def new_run(self) -> Checkpoint:
+        return Checkpoint.new(self.new_run_id())  # rule 2: fresh, and durable before any request carries it
+
+    def resume(self) -> None:
+        if self.checkpoint.open_turn:
+            self.finish_turn()
+
+    def take_turn(self, number: int, reply: Turn) -> None:
+        self.checkpoint = self.checkpoint.with_turn(TurnRecord.reply(number, reply.calls))
+        self.save()  # rule 1: the reply is durable before any tool runs
+        self.finish_turn()
+
+    def finish_turn(self) -> None:
+        turn = self.checkpoint.turns[-1]
+        for call in turn.pending():
+            self.points.at(turn.number, call)
+            self.run_call(call)
+        self.points.at(turn.number)
+        self.checkpoint = self.checkpoint.with_turn_closed()
+        self.save()
+
+    def run_call(self, call: Call) -> None:
+        if call.needs_approval and not self.approved(call):
+            self.save_result(call, "refused by the person")
+        elif call.id in self.checkpoint.turns[-1].markers:
+            self.settle(call)  # rule 4: a marker with no result, the outcome is unknown
+        else:
+            if call.changes:
+                self.checkpoint = self.checkpoint.with_marker(call.id, self.world.clock.hours)
+                self.save()  # rule 3: the attempt is on disk before the request leaves
+                self.points.hit("marker-saved")
+            self.send_and_save(call)
+
+    def approved(self, call: Call) -> bool:
+        """The person's decision on a gated call: from the checkpoint, else from the approval desk."""
+        approvals = self.checkpoint.turns[-1].approvals
+        if call.id in approvals:
+            return approvals[call.id]
+        decision = self.world.desk.approve(call, self.key(call))
+        self.checkpoint = self.checkpoint.with_approval(call.id, decision)
+        self.save()
+        self.points.hit("approval-saved")
+        return decision
+
+    def settle(self, call: Call) -> None:
+        """The resolution ladder: find out what became of a call whose outcome is unknown.
+
+        A saved rung stands, but for a rerun whose key the receiver may no longer hold: the marker
+        has aged past the retention since, and the call goes down the ladder.
+        """
+        saved = self.checkpoint.turns[-1].decisions.get(call.id)
+        rung, why = ladder(self.tools[call.tool], self.marker_age(call))
+        if saved is None or (saved == RERUN and rung != RERUN):
+            self.points.note("decision", rung, call=call.id, why=why)
+            self.checkpoint = self.checkpoint.with_decision(call.id, rung)
+            self.save()  # the rung is durable before the loop acts on it
+            self.points.hit("decision-saved")
+        else:
+            rung = saved
+            self.points.note("decision", rung, call=call.id, why="resumed from the checkpoint")
+        found = None
+        if rung == LOOKUP:
+            found = self.world.tracker.lookup(self.key(call))
+        elif rung == ASK:
+            found = self.world.person.did_it_happen(call)
+        if found is not None:
+            self.save_result(call, found)  # it happened: keep its answer, do not send it again
+            return
+        if rung == LOOKUP and self.tools[call.tool].fences_lookups:
+            self.checkpoint = self.checkpoint.with_fenced(call.id)
+            self.save()  # the key is retired: the resend's new key is durable before it leaves
+            self.points.hit("fence-saved")
+        self.send_and_save(call)
+
+    def marker_age(self, call: Call) -> float:
+        """Hours since the call's attempt marker was written: at least the age of its key at the receiver."""
+        now = self.world.clock.hours
+        return now - self.checkpoint.turns[-1].markers.get(call.id, now)
+
+    def send_and_save(self, call: Call) -> None:
+        try:
+            result = invoke(self.world, call, self.checkpoint.results(), self.key(call) if call.changes else None)
+        except TransportError:
+            self.settle(call)  # the server died after the tracker may have acted: the outcome is unknown
+            return
+        self.points.hit("returned")
+        self.save_result(call, result)
+
+    def key(self, call: Call) -> str:
+        return key(self.checkpoint.run, call.id, self.checkpoint.turns[-1].generation(call.id))
+
+
+@dataclass(frozen=True)
+class AgentVariant:
+    """The agent's loop against one kind of tracker: a row of the agent sweep."""
+
+    tracker_mode: str
+    #: Whether the approval desk keeps questions and decisions across a crash (see world.ApprovalDesk).
+    desk: str = "remembers"
+
+    @property
+    def slug(self) -> str:
+        return f"agent-{self.tracker_mode}"
+
+    @property
+    def name(self) -> str:
+        return f"agent loop, {self.tracker_mode} tracker"
+
+    def refuses(self, job: Job) -> None:
+        """The agent's loop runs every job the schema allows."""
+
+    def loop(self, job: Job, world: World, store: Store, points: Recorder) -> AgentLoop:
+        # A fresh run ID per new run, deterministic so that sweeps repeat: the job's name for runs
+        # plus the process that started it. A real agent would use uuid4().
+        return AgentLoop(job, world, store, points, toolbox(self.tracker_mode), lambda: f"{job.run}.p{points.process}")

@@ -1,0 +1,80 @@
+"""The tools a loop calls: what each does to the world, and what each declares for the ladder."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from crashlab.job import Call
+from crashlab.world import KEY_RETENTION, Delivery, World
+
+
+class TransportError(Exception):
+    """The tool's server died mid-call. The request may have been applied: the outcome is unknown."""
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """What the resolution ladder needs to know about a tool, declared by the tool itself.
+
+    read_only and idempotent make a repeat harmless by nature; honours_keys makes a keyed repeat
+    harmless for as long as the receiver holds the key, `key_retention` hours (None: for ever);
+    supports_lookup means the receiver can say whether a keyed request happened, and
+    fences_lookups that a lookup finding nothing also fences the key, so a late arrival under it
+    is refused and a resend needs a new key.
+    """
+
+    name: str
+    read_only: bool = False
+    idempotent: bool = False
+    honours_keys: bool = False
+    supports_lookup: bool = False
+    key_retention: float | None = None
+    fences_lookups: bool = False
+
+
+def toolbox(tracker_mode: str) -> dict[str, ToolSpec]:
+    """The tools as declared for a tracker in `tracker_mode`: a tool promises what its receiver does."""
+    changing = {
+        "honours_keys": tracker_mode == "keyed",
+        "supports_lookup": tracker_mode in ("keyed", "lookup", "fencing"),
+        "key_retention": KEY_RETENTION if tracker_mode == "keyed" else None,
+        "fences_lookups": tracker_mode == "fencing",
+    }
+    return {
+        "search": ToolSpec("search", read_only=True),
+        "create_issue": ToolSpec("create_issue", **changing),
+        "comment": ToolSpec("comment", **changing),
+    }
+
+
+def resolve(call: Call, results: dict[str, Any]) -> dict[str, Any]:
+    """The call's arguments with ``"$A"`` replaced by the issue that call A created."""
+    ref = call.ref
+    if ref is None:
+        return call.args
+    return {**call.args, "issue": results[ref]}
+
+
+def invoke(world: World, call: Call, results: dict[str, Any], key: str | None = None) -> Any:
+    """Make the call against the tracker and return its result (an issue or comment number, or hits).
+
+    A call marked ``fails_after_accept`` models an MCP server that dies mid-call, once: the tracker
+    handles the request, then the caller gets a `TransportError` instead of the answer. Under the
+    fault `late-delivery` a changing request is on the wire a while first: a death at ``sent`` leaves
+    it in flight, to land later.
+    """
+    args = resolve(call, results)
+    if call.changes:
+        if world.late:
+            world.in_flight = Delivery(call, args, key)
+            world.tracker.points.hit("sent")
+            world.in_flight = None
+        result = world.tracker.request(call, args, key)
+    else:
+        result = world.tracker.search(call, args["query"])
+    if call.fails_after_accept and call.id not in world.servers_died:
+        world.servers_died.add(call.id)
+        world.tracker.points.note("transport-error", call.tool, call=call.id)
+        raise TransportError(f"the {call.tool} server died after handling call {call.id}")
+    return result

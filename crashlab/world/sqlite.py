@@ -1,0 +1,348 @@
+"""The world in one SQLite file: what outlives a real process, and all of crashlab's SQL.
+
+`World.new` keeps the world in Python objects, which is enough while every crash is an exception
+inside one process. A real death (SIGKILL, a power cut) takes every object with it, so here the
+tracker's records and keys, the person's counts, the approval desk's decisions and pending
+questions, the model's call counter and the servers that already died all live in a database file.
+A new process opens the same file and finds exactly what was committed, nothing else.
+
+Durability is the tracker's promise: the standard library's `sqlite3`, WAL mode, ``synchronous=FULL``,
+and every change in one transaction that commits before the caller gets its answer. A request's
+record and its key are written together, so no death can leave one without the other. The tracker
+notes the same events and hits the same crash points, in the same order, as the in-memory one: a
+loop cannot tell them apart, and a test holds the two sweeps equal.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Iterator, MutableMapping, MutableSet
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from crashlab.engine.points import Recorder
+from crashlab.job import Call, Job
+from crashlab.world import TRACKER_MODES, ApprovalDesk, Fenced, Model, Person, Record, Tracker, TrackerProtocol, World
+
+#: The world's file, in a run directory or a scenario's.
+TRACKER_FILE = "tracker.sqlite"
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS records (
+    seq INTEGER PRIMARY KEY,
+    kind TEXT NOT NULL CHECK (kind IN ('issue', 'comment')),
+    number INTEGER NOT NULL,
+    call TEXT NOT NULL,
+    key TEXT,
+    issue INTEGER,
+    text TEXT NOT NULL,
+    UNIQUE (kind, number)
+);
+CREATE TABLE IF NOT EXISTS keys (key TEXT PRIMARY KEY, number INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS counts (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS members (name TEXT NOT NULL, item TEXT NOT NULL, PRIMARY KEY (name, item));
+CREATE TABLE IF NOT EXISTS decisions (key TEXT PRIMARY KEY, approved INTEGER NOT NULL);
+"""
+
+
+class WorldError(ValueError):
+    """A database that belongs to another job or another kind of tracker, or is not crashlab's."""
+
+
+class Database:
+    """One connection to a world's file. Every write is a transaction committed before it returns.
+
+    Open it with ``with Database(path) as db``: the caller owns its life, and a process that dies
+    holding it loses nothing that was committed.
+    """
+
+    def __init__(self, path: str | Path, readonly: bool = False):
+        self.path = Path(path)
+        try:
+            # Autocommit mode: transactions are begun and committed explicitly, never implicitly.
+            if readonly:  # a look that writes nothing, not even the schema
+                uri = self.path.resolve().as_uri() + "?mode=ro"
+                self.connection = sqlite3.connect(uri, uri=True, isolation_level=None)
+                return
+            # A framework may call the tools on a worker thread of its own: one at a time, so one
+            # connection serves them all (SQLite's library itself is serialised).
+            self.connection = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+            self.connection.execute("PRAGMA journal_mode=WAL")
+            self.connection.execute("PRAGMA synchronous=FULL")
+            self.connection.executescript(SCHEMA)
+        except sqlite3.DatabaseError as error:
+            raise WorldError(f"{self.path}: not a crashlab tracker database ({error})") from None
+
+    def __enter__(self) -> Database:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.connection.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """Everything in the block commits together or not at all, and before the block's caller goes on.
+
+        ``BEGIN IMMEDIATE`` takes the write lock at once, so reading a count and writing the next
+        number cannot interleave with another writer.
+        """
+        self.connection.execute("BEGIN IMMEDIATE")
+        try:
+            yield self.connection
+        except BaseException:
+            self.connection.execute("ROLLBACK")
+            raise
+        self.connection.execute("COMMIT")
+
+    def meta(self, name: str) -> str | None:
+        row = self.connection.execute("SELECT value FROM meta WHERE name = ?", (name,)).fetchone()
+        return row[0] if row else None
+
+    def claim(self, name: str, value: str) -> str:
+        """Set `name` to `value` unless it is already set; return what the database holds."""
+        with self.transaction() as sql:
+            sql.execute("INSERT OR IGNORE INTO meta (name, value) VALUES (?, ?)", (name, value))
+        return self.meta(name) or value
+
+    def count(self, name: str) -> int:
+        row = self.connection.execute("SELECT value FROM counts WHERE name = ?", (name,)).fetchone()
+        return row[0] if row else 0
+
+    def set_count(self, name: str, value: int) -> None:
+        with self.transaction() as sql:
+            sql.execute("INSERT OR REPLACE INTO counts (name, value) VALUES (?, ?)", (name, value))
+
+    def keys(self) -> dict[str, int]:
+        return dict(self.connection.execute("SELECT key, number FROM keys").fetchall())
+
+    def records(self, call_id: str | None = None) -> list[Record]:
+        """The tracker's records in the order it made them, all or those one script call caused."""
+        query = "SELECT kind, number, call, key, issue, text FROM records"
+        rows = self.connection.execute(
+            query + " ORDER BY seq" if call_id is None else query + " WHERE call = ? ORDER BY seq",
+            () if call_id is None else (call_id,),
+        )
+        return [Record(kind, number, call, key, issue, text) for kind, number, call, key, issue, text in rows]
+
+
+class SqliteTracker:
+    """The tracker of `crashlab.world.Tracker`, with its records and keys in a database file.
+
+    Numbering is the same (issues and comments each from 1), and so are the modes: ``keyed``
+    honours a key, ``lookup`` remembers it only to answer lookups, ``fencing`` also fences a key a
+    lookup did not find (in the members table), ``keyless`` ignores it. A search
+    reads the records and matches in Python, as the in-memory one does (SQL's lower() is ASCII only).
+    """
+
+    def __init__(self, points: Recorder, db: Database, mode: str = "keyed"):
+        if mode not in TRACKER_MODES:
+            raise ValueError(f"unknown tracker mode {mode!r} (valid: {', '.join(TRACKER_MODES)})")
+        self.points = points
+        self.db = db
+        self.mode = mode
+        self._fenced = DurableSet(db, "fenced")
+
+    @property
+    def records(self) -> list[Record]:
+        return self.db.records()
+
+    # What a mode means, and what a search finds in the records, are the in-memory tracker's own.
+    honours_keys = Tracker.honours_keys
+    answers_lookups = Tracker.answers_lookups
+    fences = Tracker.fences
+    search = Tracker.search
+    commit = ""  # a durable tracker: see `unsaved`
+
+    def request(self, call: Call, args: dict[str, Any], key: str | None = None) -> int:
+        """Apply a changing request; the record and its key are committed before the answer leaves."""
+        self.points.guard("a tracker request made")
+        if self.fences and key in self._fenced:
+            raise Fenced(f"call {call.id}'s key {key} was fenced by a lookup: the tracker refuses it")
+        with self.db.transaction() as sql:
+            known = None
+            if key is not None and self.honours_keys:
+                known = sql.execute("SELECT number FROM keys WHERE key = ?", (key,)).fetchone()
+            if known is None:
+                kind = "issue" if call.tool == "create_issue" else "comment"
+                (number,) = sql.execute("SELECT COUNT(*) + 1 FROM records WHERE kind = ?", (kind,)).fetchone()
+                issue, text = (None, f"{args['title']}\n{args['body']}") if kind == "issue" else (args["issue"], args["body"])
+                sql.execute(
+                    "INSERT INTO records (kind, number, call, key, issue, text) VALUES (?, ?, ?, ?, ?, ?)",
+                    (kind, number, call.id, key, issue, text),
+                )
+                if key is not None and self.mode != "keyless":
+                    sql.execute("INSERT OR IGNORE INTO keys (key, number) VALUES (?, ?)", (key, number))
+            else:
+                (number,) = known
+        self.points.note("request", call.tool, call=call.id, key=key, applied=known is None, answer=number,
+                         forgot=False)
+        self.points.hit("accepted")
+        return number
+
+    def lookup(self, key: str) -> int | None:
+        self.points.guard("a lookup request made")
+        if not self.answers_lookups:
+            raise RuntimeError("a keyless tracker cannot be asked about a key")
+        row = self.db.connection.execute("SELECT number FROM keys WHERE key = ?", (key,)).fetchone()
+        answer = row[0] if row else None
+        fenced = answer is None and self.fences
+        if fenced:
+            self._fenced.add(key)
+        self.points.note("lookup", "key", key=key, answer=answer, fenced=fenced)
+        return answer
+
+    def fenced(self) -> frozenset[str]:
+        return frozenset(self._fenced)
+
+    def made_by(self, call_id: str) -> list[Record]:
+        return self.db.records(call_id)
+
+    def keys(self) -> dict[str, int]:
+        return self.db.keys()
+
+    def key_times(self) -> dict[str, float]:
+        """A world in a database keeps no clock: its keys were all made at hour 0, and never expire."""
+        return dict.fromkeys(self.db.keys(), 0.0)
+
+    def unsaved(self) -> tuple[int, frozenset[str]]:
+        """Nothing: a record and its key commit in one transaction before the answer leaves."""
+        return 0, frozenset()
+
+
+class DurableSet(MutableSet[str]):
+    """A set of strings in the database, under a name: the desk's pending questions, the dead servers."""
+
+    def __init__(self, db: Database, name: str):
+        self.db = db
+        self.name = name
+
+    def __contains__(self, item: object) -> bool:
+        query = "SELECT 1 FROM members WHERE name = ? AND item = ?"
+        return self.db.connection.execute(query, (self.name, item)).fetchone() is not None
+
+    def __iter__(self) -> Iterator[str]:
+        query = "SELECT item FROM members WHERE name = ? ORDER BY item"
+        return iter([item for (item,) in self.db.connection.execute(query, (self.name,))])
+
+    def __len__(self) -> int:
+        query = "SELECT COUNT(*) FROM members WHERE name = ?"
+        return self.db.connection.execute(query, (self.name,)).fetchone()[0]
+
+    def add(self, item: str) -> None:
+        with self.db.transaction() as sql:
+            sql.execute("INSERT OR IGNORE INTO members (name, item) VALUES (?, ?)", (self.name, item))
+
+    def discard(self, item: str) -> None:
+        with self.db.transaction() as sql:
+            sql.execute("DELETE FROM members WHERE name = ? AND item = ?", (self.name, item))
+
+
+class Decisions(MutableMapping[str, bool]):
+    """The approval desk's decisions by key: once the person decided, every restart finds it here."""
+
+    def __init__(self, db: Database):
+        self.db = db
+
+    def __getitem__(self, key: str) -> bool:
+        row = self.db.connection.execute("SELECT approved FROM decisions WHERE key = ?", (key,)).fetchone()
+        if row is None:
+            raise KeyError(key)
+        return bool(row[0])
+
+    def __setitem__(self, key: str, approved: bool) -> None:
+        with self.db.transaction() as sql:
+            sql.execute("INSERT OR REPLACE INTO decisions (key, approved) VALUES (?, ?)", (key, int(approved)))
+
+    def __delitem__(self, key: str) -> None:
+        with self.db.transaction() as sql:
+            if sql.execute("DELETE FROM decisions WHERE key = ?", (key,)).rowcount == 0:
+                raise KeyError(key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter([key for (key,) in self.db.connection.execute("SELECT key FROM decisions ORDER BY key")])
+
+    def __len__(self) -> int:
+        return self.db.connection.execute("SELECT COUNT(*) FROM decisions").fetchone()[0]
+
+
+class Count:
+    """An integer attribute kept in the owner's database: ``person.asks += 1`` commits the new count."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, owner: Any, cls: type | None = None) -> Any:
+        return self if owner is None else owner.db.count(self.name)
+
+    def __set__(self, owner: Any, value: int) -> None:
+        owner.db.set_count(self.name, value)
+
+
+class SqlitePerson(Person):
+    """`world.Person`, answering from the tracker as it does, with both counts in the database.
+
+    It does not call `Person.__init__`, which would set the counts to zero: a restart must find the
+    questions its predecessors asked.
+    """
+
+    asks = Count()
+    approvals = Count()
+
+    def __init__(self, points: Recorder, db: Database, tracker: TrackerProtocol, approves: bool = True):
+        self.points = points
+        self.db = db
+        self.tracker = tracker
+        self.approves = approves
+        self.wrong_at = 0  # an honest person: the fault `wrong-answer` runs in process only
+        self.earlier = 0  # one run per world: the fault `reused-run-id` runs in process only
+
+
+class SqliteModel(Model):
+    """The scripted model, counting its calls in the database, so a restart's calls add to the count."""
+
+    calls = Count()
+
+    def __init__(self, points: Recorder, db: Database, job: Job):
+        self.points = points
+        self.db = db
+        self.job = job
+        self.drift, self.asked = "", {}  # scripted: the fault `drifting-model` runs in process only
+
+
+#: Builds the person of a world in a database: `SqlitePerson` answers as the scripted person does.
+PersonFactory = Callable[[Recorder, Database, TrackerProtocol], Person]
+
+
+def open_world(db: Database, job: Job, points: Recorder, tracker_mode: str = "keyed",
+               person: PersonFactory = SqlitePerson, desk: str = "remembers") -> World:
+    """The world of `job` in `db`: made on first use, and refused if it was made for another job or tracker.
+
+    The job's name and the tracker's mode are claimed by the first process, so a later one cannot
+    resume a run under different rules (a keyless restart of a keyed run would break its keys).
+    A desk that remembers keeps its questions and decisions in `db`; one that forgets keeps them in
+    the process, and loses them with it.
+    """
+    if tracker_mode not in TRACKER_MODES:
+        raise WorldError(f"unknown tracker {tracker_mode!r} (valid: {', '.join(TRACKER_MODES)})")
+    for name, wanted in (("job", job.name), ("tracker", tracker_mode)):
+        held = db.claim(name, wanted)
+        if held != wanted:
+            raise WorldError(f"{db.path} was made for {name} {held!r}, not {wanted!r}")
+    return world_in(db, job, points, tracker_mode, person, desk)
+
+
+def world_in(db: Database, job: Job, points: Recorder, tracker_mode: str = "keyed",
+             person: PersonFactory = SqlitePerson, desk: str = "remembers") -> World:
+    """The world in `db` as it stands, claiming nothing: for a look at it, as the harness takes after a death."""
+    tracker = SqliteTracker(points, db, tracker_mode)
+    someone = person(points, db, tracker)
+    if desk == "remembers":
+        approvals = ApprovalDesk(points, someone, desk, DurableSet(db, "pending"), Decisions(db))
+    else:
+        approvals = ApprovalDesk(points, someone, desk)
+    return World(tracker, someone, approvals, SqliteModel(points, db, job), DurableSet(db, "servers_died"))
