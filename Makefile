@@ -5,18 +5,19 @@ VENV := .venv
 BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
 
-.PHONY: sweep test test-slow bench clean
+.PHONY: sweep test test-slow lint docs bench clean
 
 $(INSTALLED): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test,plot,dask,langgraph,dbos]'
+	$(BIN)/pip install --quiet -e '.[test,lint,docs,plot,dask,langgraph,dbos]'
 	touch $@
 
 # The book's table, checked against the golden file, with every scenario written to results/; then
 # the agent's own loop against every tracker, on the triage job and the two harder ones, each
 # checked against its golden file; every fault at each of its settings, with the matrix of worst
-# outcomes and its picture (results/faults/); and the pictures of both sweeps.
+# outcomes and its picture (results/faults/); and the pictures of both sweeps. Every file it writes
+# is the same on every run, so a sweep of an unchanged checkout leaves git with nothing to commit.
 sweep: $(INSTALLED)
 	$(BIN)/crashlab sweep --variant all --check results/book.txt --out results
 	$(BIN)/crashlab sweep --loop agent --tracker all --check results/agent/golden.txt --out results/agent
@@ -36,9 +37,18 @@ test: $(INSTALLED)
 test-slow: $(INSTALLED)
 	$(BIN)/pytest -q -n auto -m slow
 
+# The linter and the type checker, as pyproject.toml configures them.
+lint: $(INSTALLED)
+	$(BIN)/ruff check crashlab tests scripts examples docs/hooks
+	$(BIN)/mypy
+
+# The documentation site, built strictly (any warning fails); it lands in build/site.
+docs: $(INSTALLED)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
 bench: $(INSTALLED)
 	$(BIN)/python scripts/bench.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis
+	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis .mypy_cache .ruff_cache
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

@@ -1,22 +1,15 @@
 """crashlab: crash-test an agent's tool-calling loop at every point it can die.
 
-`crashlab.point(label)` marks a crash point in a loop crashlab did not write; `crashlab.api.sweep`
-kills that loop at each one for real. Outside a sweep a point does nothing and costs a global
-lookup, so the marks can stay in production code.
+`crashlab.point(label)` marks a crash point, in crashlab's own loops and in yours; a sweep crashes
+the loop at each one. Outside a sweep a point does nothing and costs a global lookup, so the marks
+can stay in production code.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from crashlab.engine.points import point
 
-#: The recorder of a process that `crashlab.api.sweep` forked; None everywhere else.
-_recorder: Any = None
-
-
-def point(label: str) -> None:
-    """A crash point: in a sweep, the process may be killed here (SIGKILL); elsewhere, nothing happens."""
-    if _recorder is not None:
-        _recorder.hit(label)
+__all__ = ["point"]
 
 
 def __getattr__(name: str) -> str:

@@ -41,6 +41,8 @@ def triage(run: Run, keyed: bool) -> None:
 if __name__ == "__main__":
     for keyed in (False, True):
         result = sweep(partial(triage, keyed=keyed), ["A", "B", "C"], name="keyed" if keyed else "plain", depth=2)
-        print(result.row())
+        row = result.row()
+        print(f"{result.name}: {row.scenarios} scenarios, {row.with_dups} with dups, {row.dups} dups, "
+              f"{row.missing} missing, {row.flaky} flaky")
         for line in result.failures()[:3]:
             print("  ", line)

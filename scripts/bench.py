@@ -28,13 +28,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from crashlab.engine.sweep import VARIANTS
+from crashlab.loops import VARIANTS
 
 CRASHLAB = [sys.executable, "-m", "crashlab"]
 SPIN = [sys.executable, "-c", "x = 0\nfor i in range(10_000_000): x += i"]
 
 
-EVERY_VARIANT = ",".join(VARIANTS)
+EVERY_VARIANT = ",".join(slug for slug, v in VARIANTS.items() if "in-process" in v.runners)
 
 
 def measure(args: list[str], repeat: int) -> tuple[float, int, str]:
@@ -75,7 +75,8 @@ def job_file(directory: Path, changing: int) -> str:
     """A job of `changing` changing calls: issues, then a comment on each, four calls a turn."""
     calls = [{"id": f"I{k}", "tool": "create_issue", "args": {"title": f"bug {k}", "body": "b"}}
              for k in range(changing // 2)]
-    calls += [{"id": f"C{k}", "tool": "comment", "args": {"issue": f"$I{k}", "body": "b"}} for k in range(changing // 2)]
+    calls += [{"id": f"C{k}", "tool": "comment", "args": {"issue": f"$I{k}", "body": "b"}}
+              for k in range(changing // 2)]
     turns = [{"calls": calls[k:k + 4]} for k in range(0, len(calls), 4)]
     path = directory / f"calls-{changing}.yaml"
     path.write_text(json.dumps({"name": f"calls-{changing}", "turns": [*turns, {"answer": "done"}]}))  # JSON is YAML

@@ -1,18 +1,24 @@
 """The oracle every fault is held to: a shared sweep counts what re-executing each scenario gives."""
 
-from crashlab.engine.sweep import VARIANTS, Faults, StoreFactory, memory_stores, run_scenario, sweep_variant
+from crashlab.engine.scenario import Setup, parse_scenario_id
 from crashlab.job import Job
+from crashlab.loops import VARIANTS
+
+from .helpers import results, runner, swept
 
 
-def shared_is_re_executed(job: Job, slugs: tuple[str, ...], faults: Faults, store: StoreFactory | None = None,
-                          depth: int = 2, sample: int = 300) -> None:
-    """Each of `sample` scenarios (spread over the sweep) of each variant: its outcome in the shared
-    sweep under `faults` equals running that scenario, its fault's choices and all, from nothing."""
-    store = store or memory_stores()
+def shared_is_re_executed(job: Job, slugs: tuple[str, ...], *under: str, depth: int = 2, sample: int = 300) -> None:
+    """Each of `sample` scenarios (spread over the sweep) of each variant: its outcome in the shared sweep
+    under the faults named equals running the scenario its ID names, from nothing; and the replayed
+    sweep, which finds the scenarios by re-executing each, has the same ones."""
     for slug in slugs:
-        baseline = run_scenario(VARIANTS[slug], job, (), store).world.model.calls
-        scenarios = list(sweep_variant(VARIANTS[slug], job, store, depth, faults=faults).scenarios())
-        assert scenarios, slug
-        for s in scenarios[:: max(len(scenarios) // sample, 1)]:
-            run = run_scenario(VARIANTS[slug], job, s.crashes, store, faults, s.choices)
-            assert (run.id, run.outcome(job, baseline)) == (s.id, s.outcome)
+        shared = swept(slug, job, *under, depth=depth)
+        found = list(shared.scenarios())
+        assert found, slug
+        with runner() as run_one:
+            for s in found[:: max(len(found) // sample, 1)]:
+                named = parse_scenario_id(s.id, VARIANTS)
+                run = run_one.scenario(Setup(named.variant, job, named.faults), named.crashes, named.choices)
+                assert (run.id, run.outcome(shared.first.world.model.calls)) == (s.id, s.outcome)
+        if len(found) <= 3 * sample:
+            assert results(swept(slug, job, *under, depth=depth, share=False)) == results(shared)

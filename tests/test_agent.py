@@ -1,21 +1,26 @@
 """The agent's own loop keeps its guarantees on every job, under every tracker, at every crash."""
 
-from dataclasses import dataclass
+from dataclasses import replace
 
 import pytest
 from hypothesis import given
 
 from crashlab.check.promises import broken
 from crashlab.durable.checkpoint import CheckpointError
-from crashlab.durable.store import FileStore
-from crashlab.engine.points import Recorder
-from crashlab.engine.sweep import AGENTS, file_stores, memory_stores, run_scenario, sweep_variant
+from crashlab.durable.store import FileStore, MemoryStore
+from crashlab.engine.points import Recorder, recording
+from crashlab.engine.run import Run
+from crashlab.engine.scenario import Setup
+from crashlab.engine.sweep import sweep
 from crashlab.job import load_job
-from crashlab.loops.agent import ASK, LOOKUP, RERUN, AgentLoop, AgentVariant, ladder
+from crashlab.loops import FAMILIES, VARIANTS
+from crashlab.loops.agent import ASK, LOOKUP, RERUN, Agent, AgentLoop, ladder
 from crashlab.loops.tools import ToolSpec, toolbox
+from crashlab.runners import RunnerSpec
 from crashlab.world import World
 
 from .conftest import SCENARIOS
+from .helpers import scenario, swept
 from .strategies import jobs
 
 JOBS = ["triage", "server-dies", "approval", pytest.param("wide", marks=pytest.mark.slow), "one-per-turn", "read-only"]
@@ -24,9 +29,9 @@ JOBS = ["triage", "server-dies", "approval", pytest.param("wide", marks=pytest.m
 def check_guarantees(job):
     """No duplicate, nothing lost, no question unless the tracker is keyless, one approval per gate."""
     rows = {}
-    for agent in AGENTS.values():
-        sweep = sweep_variant(agent, job, memory_stores())
-        rows[agent.tracker_mode] = sweep.row()
+    for agent in FAMILIES["agent"].values():
+        sweep = swept(agent.slug, job)
+        rows[agent.tracker] = sweep.row()
         assert [what for s in sweep.scenarios() for what in broken(agent, job, s)] == [], agent.slug
     return rows
 
@@ -45,7 +50,13 @@ def test_the_guarantees_hold_on_generated_jobs(job):
 
 
 def run(tracker, name, crashes=()):
-    return run_scenario(AGENTS[f"agent-{tracker}"], load_job(SCENARIOS / f"{name}.yaml"), crashes, memory_stores())
+    return scenario(f"agent-{tracker}", load_job(SCENARIOS / f"{name}.yaml"), crashes)
+
+
+def live(entry, job, world, store, points, directory=None):
+    """One process of a loop, outside any sweep: its points go to `points`, and nothing crashes it."""
+    with recording(points):
+        entry(Run(job, world, store, directory, points.process, points))
 
 
 def labels(scenario, process=1):
@@ -105,12 +116,11 @@ def test_a_crash_at_the_approval_gate_never_asks_twice_nor_runs_unapproved(track
 
 def test_every_gated_request_follows_its_approval_in_every_single_crash():
     job = load_job(SCENARIOS / "approval.yaml")
-    agent = AGENTS["agent-keyless"]
-    n = run_scenario(agent, job, (), memory_stores()).passed(1)
+    n = scenario("agent-keyless", job, ()).passed(1)
     for i in range(1, n + 1):
-        scenario = run_scenario(agent, job, (i,), memory_stores())
+        crashed = scenario("agent-keyless", job, (i,))
         for call in ("B", "C"):
-            kinds = [e.kind for e in scenario.points.events
+            kinds = [e.kind for e in crashed.points.events
                      if e.kind in ("approval", "request") and e.detail.get("call") == call]
             assert kinds[0] == "approval", (i, call)
 
@@ -120,8 +130,8 @@ def test_a_refused_call_is_never_run():
     points = Recorder()
     points.start_process()
     world = World.new(job, points, "keyed", approves=False)
-    store = memory_stores()(points)
-    AgentLoop(job, world, store, points, toolbox("keyed")).run()
+    store = MemoryStore(points)
+    live(Agent("keyed").entry, job, world, store, points)
     assert [r.call for r in world.tracker.records] == ["A"]
     assert store.load().turns[0].results["B"] == "refused by the person"
 
@@ -134,9 +144,9 @@ def test_a_new_run_gets_a_fresh_id_and_a_resumed_run_keeps_its_own():
     job = load_job(SCENARIOS / "triage.yaml")
     ids = set()
     for _ in range(2):
-        loop = AgentLoop(job, World.new(job, points), memory_stores()(points), points, toolbox("keyed"))
-        loop.run()
-        ids.add(loop.checkpoint.run)
+        store = MemoryStore(points)
+        live(Agent("keyed", random_ids=True).entry, job, World.new(job, points), store, points)  # as `crashlab run`
+        ids.add(store.load().run)
     assert len(ids) == 2
 
 
@@ -146,20 +156,19 @@ def test_a_corrupt_checkpoint_stops_the_loop_instead_of_starting_over(tmp_path):
     points.start_process()
     store = FileStore(tmp_path, points)
     world = World.new(job, points)
-    AgentLoop(job, world, store, points, toolbox("keyed")).run()
+    live(Agent("keyed").entry, job, world, store, points, tmp_path)
     store.path.write_text(store.path.read_text()[:40])  # truncated, as by a torn write
     with pytest.raises(CheckpointError, match="corrupt or truncated"):
-        AgentLoop(job, world, store, points, toolbox("keyed")).run()
+        live(Agent("keyed").entry, job, world, store, points, tmp_path)
     assert world.model.calls == 3 and len(world.tracker.records) == 3  # nothing was done again
 
 
 @pytest.mark.slow
 def test_the_file_store_gives_the_agent_the_identical_outcome_in_every_scenario():
     job = load_job(SCENARIOS / "approval.yaml")
-    agent = AGENTS["agent-keyless"]  # the tracker with the most to lose: asks, approvals, every rung
-    with file_stores() as files:
-        on_disk = sweep_variant(agent, job, files).scenarios()
-    in_memory = sweep_variant(agent, job, memory_stores()).scenarios()
+    agent = "agent-keyless"  # the tracker with the most to lose: asks, approvals, every rung
+    on_disk = swept(agent, job, store="files").scenarios()
+    in_memory = swept(agent, job).scenarios()
     assert [(s.id, s.outcome, s.hits, s.saves) for s in on_disk] == [
         (s.id, s.outcome, s.hits, s.saves) for s in in_memory
     ]
@@ -172,17 +181,23 @@ class ForgetsToSaveApprovals(AgentLoop):
         return self.world.desk.approve(call, self.key(call))
 
 
-@dataclass(frozen=True)
-class Careless(AgentVariant):
-    def loop(self, job, world, store, points):
-        return ForgetsToSaveApprovals(job, world, store, points, toolbox(self.tracker_mode), lambda: "run")
+def careless_agent(run):
+    """One process of the careless agent, on a keyed tracker."""
+    ForgetsToSaveApprovals(run, toolbox("keyed"), lambda: "run").run()
+
+
+def keyed_agent(desk="remembers", entry=None):
+    """The keyed agent's variant, with an approval desk that remembers or forgets, run as `entry` (its own loop)."""
+    return replace(VARIANTS["agent-keyed"], desk=desk, entry=entry or Agent("keyed", desk).entry)
 
 
 def asked_again(variant, job):
     """The scenarios whose person was asked more approvals than the job has gates, run again for their story."""
     gated = sum(c.needs_approval for c in job.calls)
-    sweep = sweep_variant(variant, job, memory_stores()).scenarios()
-    return [run_scenario(variant, job, s.crashes, memory_stores()) for s in sweep if s.outcome.approvals > gated]
+    setup = Setup(variant, job)
+    scenarios = sweep(setup).scenarios()
+    with RunnerSpec().open() as runner:
+        return [runner.scenario(setup, s.crashes) for s in scenarios if s.outcome.approvals > gated]
 
 
 def died_at_the_gate(run):
@@ -197,15 +212,15 @@ def died_at_the_gate(run):
 
 def test_with_a_desk_that_forgets_only_a_death_at_the_gate_asks_twice():
     job = load_job(SCENARIOS / "approval.yaml")
-    again = asked_again(AgentVariant("keyed", desk="forgets"), job)
+    again = asked_again(keyed_agent("forgets"), job)
     assert again and all(died_at_the_gate(run) for run in again)
-    assert asked_again(AgentVariant("keyed"), job) == []  # a desk that remembers spares even those
+    assert asked_again(keyed_agent(), job) == []  # a desk that remembers spares even those
 
 
 def test_the_approval_save_is_what_spares_the_person_a_second_question():
     job = load_job(SCENARIOS / "approval.yaml")
-    careless = asked_again(Careless("keyed", desk="forgets"), job)
-    careful = asked_again(AgentVariant("keyed", desk="forgets"), job)
+    careless = asked_again(keyed_agent("forgets", careless_agent), job)
+    careful = asked_again(keyed_agent("forgets"), job)
     assert len(careless) > len(careful)
     def after_the_gate(run):  # one crash, at a point the careful loop reaches with its decision durable
         return [e.label for e in run.points.crashes()] in (["marker-saved"], ["accepted"])

@@ -14,10 +14,15 @@ from functools import partial
 import pytest
 
 import crashlab
-from crashlab.api import explain, render, sweep
-from crashlab.engine.points import HarnessError
+from crashlab.api import explain, loop, render, sweep
+from crashlab.engine import points as recorders
+from crashlab.engine.points import HarnessError, named
+from crashlab.engine.sweep import sweep as sweep_setup
+from crashlab.errors import Stray
+from crashlab.runners import RunnerSpec
 
 from .conftest import ROOT
+from .helpers import results
 
 spec = importlib.util.spec_from_file_location("hand_written_loop", ROOT / "examples" / "hand_written_loop.py")
 example = importlib.util.module_from_spec(spec)
@@ -27,7 +32,7 @@ EFFECTS = ["A", "B", "C"]
 
 
 def test_a_point_outside_a_sweep_does_nothing():
-    assert crashlab._recorder is None
+    assert recorders._recorder is None
     crashlab.point("anything")  # no recorder, no crash, no error
 
 
@@ -35,17 +40,20 @@ def test_a_loop_without_keys_duplicates_where_it_dies_between_the_commit_and_its
     """The pytest plugin's fixture is the API's sweep."""
     plain = crash_sweep(partial(example.triage, keyed=False), EFFECTS, name="plain")
     points = ("accepted", "returned", "written", "saved")
-    assert plain.points == tuple(f"{label}#{k}" for k in (1, 2, 3) for label in points)
-    dup_points = {s.crashes[0] for s in plain.scenarios if s.dups}
+    uninterrupted = named([label for label, _ in plain.sweep.first.trace(1)])
+    assert tuple(uninterrupted) == tuple(f"{label}#{k}" for k in (1, 2, 3) for label in points)
+    assert [s.points for s in plain.scenarios] == [(p,) for p in uninterrupted]  # each point killed once
+    dup_points = {s.points[0] for s in plain.scenarios if s.outcome.dups}
     assert dup_points == {f"{label}#{k}" for k in (1, 2, 3) for label in points[:3]}  # before the rename
-    assert (plain.with_dups, plain.dups, plain.missing, plain.flaky) == (9, 9, 0, [])
-    first = "plain:1: killed at accepted#1; restarted and finished; the tracker holds A ×2, B ×1, C ×1"
+    assert (plain.with_dups, plain.dups, plain.missing, plain.flaky) == (9, 9, 0, 0) and not plain.ok
+    first = ("plain:1: killed at accepted#1; restarted and finished; duplicated A ×2 "
+             "(crashlab.api.explain tells its story)")
     assert plain.failures()[0] == first
 
 
 def test_the_same_loop_with_keys_never_duplicates_nor_loses_an_effect(crash_sweep):
     keyed = crash_sweep(partial(example.triage, keyed=True), EFFECTS)
-    assert len(keyed.scenarios) == 12 and keyed.dups == keyed.missing == 0 and keyed.failures() == []
+    assert len(keyed.scenarios) == 12 and keyed.dups == keyed.missing == 0 and keyed.failures() == [] and keyed.ok
 
 
 @pytest.mark.slow
@@ -61,7 +69,8 @@ def test_a_loop_that_does_not_repeat_itself_is_refused():
             crashlab.point("sometimes")
         example.triage(run, keyed=True)
 
-    with pytest.raises(HarnessError, match=r"^coin: your loop is not deterministic: uninterrupted run \d differs"):
+    with pytest.raises(Stray, match=r"^coin: the loop is not deterministic: process 1 passed \w+#\d+ \(.*\) at its "
+                                    r"point \d+, where uninterrupted run \d+ passed (\w+#\d+ \(.*\)|nothing more)$"):
         sweep(coin, EFFECTS, name="coin", baselines=12)
 
 
@@ -73,15 +82,20 @@ def test_a_scenario_whose_repeats_disagree_is_flaky_and_counted_apart():
         example.triage(run, keyed=run.process == 1 or os.urandom(1)[0] < 128)
 
     swept = sweep(restart_flips_a_coin, EFFECTS, name="flips", repeat=6)
-    assert swept.flaky and all("different outcomes in 6 repeats" in s.flaky for s in swept.flaky)
-    assert swept.dups == sum(s.dups for s in swept.scenarios if not s.flaky)
+    flaky = [s for s in swept.scenarios if s.outcome.flaky]
+    assert swept.flaky == len(flaky) > 0 and not swept.ok
+    assert all(s.outcome.flaky == 1 for s in flaky)
+    assert swept.dups == sum(s.outcome.extra for s in swept.scenarios if not s.outcome.flaky)
+    assert swept.missing == sum(len(s.outcome.missing) for s in swept.scenarios if not s.outcome.flaky)
+    said = {line.split(": killed at ")[0] for line in swept.failures() if "flaky: its repeats disagreed" in line}
+    assert said == {s.id for s in flaky}  # each flaky scenario is named as flaky
 
 
 def test_an_error_in_your_loop_is_named():
     def broken(run):
         raise KeyError("progress")
 
-    with pytest.raises(HarnessError, match=r"process 1 of your loop failed: KeyError: 'progress' \(test_api.py:\d+\)"):
+    with pytest.raises(HarnessError, match=r"^loop: process 1 failed: KeyError: 'progress' \(test_api.py:\d+\)"):
         sweep(broken, EFFECTS)
 
 
@@ -102,30 +116,43 @@ def test_a_restart_that_strays_from_the_run_it_repeats_is_flaky_and_says_where()
         example.triage(run, keyed=True)
 
     swept = sweep(restart_strays, EFFECTS, name="strays", depth=2, repeat=4)
-    strays = [s for s in swept.flaky if "passed stray#1 at its point 1, where the run it repeats passed" in s.flaky]
+    strays = [s for s in swept.scenarios if s.outcome.flaky]
     assert strays and all(len(s.crashes) == 2 for s in strays)  # only a restart that was to die can stray
+    assert swept.flaky == len(strays)
+    # Where it strayed: the engine's own verdict on the same loop, which a sweep of crashlab's loops fails on.
+    where = (r"^strays:\d+:\d+: the loop is not deterministic: process 2 passed (stray#1 \(.*\) at its point 1, where "
+             r"the restart of strays:\d+ passed \w+#1 |\w+#1 \(.*\) at its point 1, where the restart of "
+             r"strays:\d+ passed stray#1 )")
+    with pytest.raises(Stray, match=where):
+        sweep_setup(loop(restart_strays, EFFECTS, name="strays"), RunnerSpec("forked"), depth=2, share=False, repeat=4)
 
 
 @pytest.mark.slow
 def test_on_two_workers_the_sweep_is_the_same_scenario_by_scenario():
     plain = partial(example.triage, keyed=False)
-    assert sweep(plain, EFFECTS, workers=2) == sweep(plain, EFFECTS)
+    two, one = sweep(plain, EFFECTS, workers=2), sweep(plain, EFFECTS)
+    assert (results(two.sweep), two.row()) == (results(one.sweep), one.row())
 
 
 def test_explain_tells_a_scenario_process_by_process_with_what_the_tracker_holds():
     told = explain(partial(example.triage, keyed=False), EFFECTS, "plain:1:1")
-    assert [p["ended"] for p in told["processes"]] == [
-        "killed at accepted#1, its point 1", "killed at accepted#1, its point 1", "finished after 12 points"]
-    assert told["dups"] == {"A": 2} and told["missing"] == []
-    held = [(r["kind"], r["effect"]) for r in told["records"]]
-    assert held == [("issue", "A")] * 3 + [("issue", "B"), ("comment", "C")]
-    assert render(told).splitlines()[-1] == "verdict: duplicates A +2; nothing missing"
+    assert [(c["process"], c["index"], c["label"]) for c in told["crashes"]] == [(1, 1, "accepted"), (2, 1, "accepted")]
+    assert [p["process"] for p in told["processes"]] == [1, 2, 3]
+    assert [line.split()[0] for line in told["processes"][2]["events"]] == [str(k) for k in range(1, 13)]  # finished
+    verdict = told["verdict"]
+    assert verdict["duplicates"] == {"A": 2} and verdict["missing"] == []
+    assert verdict["tracker"] == [
+        "issue #1 (A)", "issue #2 (A)", "issue #3 (A)", "issue #4 (B)", "comment #1 on #3 (C)"]
+    assert render(told).split("\nverdict\n")[1].splitlines()[2:4] == [
+        "  duplicates:    A ×3 (DUPLICATED)", "  missing:       none"]
 
 
 @pytest.mark.parametrize("scenario, problem", [
-    ("plain", "is not NAME:I[:J...]"), ("plain:0", "is not NAME:I[:J...]"), ("plain:x", "is not NAME:I[:J...]"),
-    ("plain:13", "the uninterrupted run reaches points 1..12: no point 13"),
-    ("plain:1:13", "the restart of plain:1 reaches points 1..12: no point 13"),
+    ("plain", "scenario 'plain' names no crash: add one, as plain:1"),
+    ("plain:0", "plain passes crash points 1..12 on job plain: no point 0"),
+    ("plain:x", "malformed scenario ID 'plain:x' (expected SLUG:I, SLUG:I:J"),
+    ("plain:13", "plain passes crash points 1..12 on job plain: no point 13"),
+    ("plain:1:13", "the restart of plain:1 on job plain reaches points 1..12: no point 13"),
 ])
 def test_explain_refuses_a_scenario_the_loop_does_not_have(scenario, problem):
     with pytest.raises(ValueError, match=re.escape(problem)):

@@ -2,6 +2,7 @@
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 
@@ -9,7 +10,7 @@ from crashlab.loops.designs import DESIGNS
 
 
 def test_json_gives_the_35_cells_under_the_documented_keys(cli):
-    code, out, err = cli("sweep", "--variant", "all", "--format", "json")
+    code, out, _ = cli("sweep", "--variant", "all", "--format", "json")
     assert code == 0
     rows = json.loads(out)
     assert [r["variant"] for r in rows] == list(DESIGNS)
@@ -32,15 +33,16 @@ def test_csv_has_a_header_and_one_row_per_variant(cli):
     code, out, _ = cli("sweep", "--variant", "keys", "--format", "csv")
     assert code == 0
     assert out.splitlines() == [
-        "variant,name,once,twice,distinct,with_dups,dups,missing,wrong,asks,calls_plus,scenarios,stuck,orphans",
-        "keys,+ idempotency keys,34,654,47,0,0,0,0,0,234,688,0,0",
+        "variant,name,faults,setting,once,twice,distinct,with_dups,dups,missing,wrong,asks,calls_plus,scenarios,"
+        "uncrashed,approvals,stuck,orphans,flaky",
+        "keys,+ idempotency keys,crash,,34,654,47,0,0,0,0,0,234,688,0,0,0,0,0",
     ]
 
 
 def test_check_passes_on_the_book_and_names_each_differing_cell(cli, tmp_path):
     assert cli("sweep", "--check", "results/book.txt")[0] == 0
     bad = tmp_path / "bad.txt"
-    bad.write_text(open("results/book.txt").read().replace("|   34 |   654 |       306", "|   35 |   654 |       305"))
+    bad.write_text(Path("results/book.txt").read_text().replace("|   34 |   654 |       306", "|   35 |   654 |       305"))
     code, _, err = cli("sweep", "--variant", "after-reply", "--check", str(bad))
     assert code == 1
     assert "save after the reply / once: golden 35, swept 34" in err
@@ -51,7 +53,10 @@ def test_bad_input_is_one_line_and_exit_2(cli, tmp_path):
     broken = tmp_path / "broken.yaml"
     broken.write_text("name: [unclosed\n")
     cases = {
-        ("sweep", "--variant", "nope"): "unknown variant 'nope' (valid: all, per-turn, after-reply, keys, markers, keys-markers, per-turn-keys, agent-keyed, agent-keyless, agent-lookup, agent-fencing)",
+        ("sweep", "--variant", "nope"): "unknown variant 'nope' (valid: all, per-turn, after-reply, keys, markers, "
+                                        "keys-markers, per-turn-keys, agent-keyed, agent-keyless, agent-lookup, "
+                                        "agent-fencing, langgraph-plain, langgraph-keyed, langgraph-v1, "
+                                        "langgraph-exit, dbos-plain, dbos-keyed)",
         ("sweep", "--job", "absent.yaml"): "absent.yaml: no such job file",
         ("sweep", "--job", str(broken)): "invalid YAML",
         ("sweep", "--store", "disk"): "'disk' is not one of 'memory', 'files'",
@@ -76,8 +81,9 @@ def test_the_agent_sweep_and_its_own_errors(cli):
     code, out, _ = cli("sweep", "--loop", "agent", "--tracker", "keyed,lookup", "--format", "json")
     rows = json.loads(out)
     assert [r["variant"] for r in rows] == ["agent-keyed", "agent-lookup"]
-    assert set(rows[0]) == {"variant", "name", "points", "twice", "scenarios", "by_depth", "distinct", "with_dups",
-                            "dups", "missing", "wrong", "asks", "approvals", "calls_plus", "stuck", "orphans"}
+    assert set(rows[0]) == {"variant", "name", "faults", "setting", "points", "twice", "scenarios", "by_depth",
+                            "distinct", "uncrashed", "with_dups", "dups", "missing", "wrong", "asks", "approvals",
+                            "calls_plus", "stuck", "orphans", "flaky"}
     code, _, err = cli("sweep", "--loop", "agent", "--tracker", "sometimes")
     assert code == 2 and "unknown tracker 'sometimes' (valid: all, keyed, keyless, lookup, fencing)" in err
     code, _, err = cli("sweep", "--job", "approval")

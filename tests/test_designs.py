@@ -1,20 +1,18 @@
 """The five designs, one process at a time: the traces the chapter prints, and why each duplicates."""
 
-from crashlab.engine.sweep import memory_stores, run_scenario
 from crashlab.loops.designs import DESIGNS
+
+from .helpers import scenario
 
 
 def trace(design, job, crashes=()):
-    run = run_scenario(DESIGNS[design], job, crashes, memory_stores())
+    run = scenario(design, job, crashes)
     return run, [e.label for e in run.points.points(1)]
 
 
 def test_save_once_per_turn_passes_the_chapters_18_points(triage):
     _, labels = trace("per-turn", triage)
-    assert labels == (
-        "temp renamed reply accepted returned accepted returned temp renamed reply returned accepted "
-        "returned temp renamed reply temp renamed"
-    ).split()
+    assert labels == ["temp", "renamed", "reply", "accepted", "returned", "accepted", "returned", "temp", "renamed", "reply", "returned", "accepted", "returned", "temp", "renamed", "reply", "temp", "renamed"]
 
 
 def test_uninterrupted_runs_pass_34_and_43_points(triage):

@@ -4,11 +4,22 @@ import json
 
 import pytest
 
-from crashlab.engine.sweep import VARIANTS, memory_stores, run_scenario
+from crashlab.engine.scenario import ScenarioError
 from crashlab.job import load_job
-from crashlab.report.story import ScenarioError, find_scenario, point_rows, story
+from crashlab.loops import VARIANTS
+from crashlab.report import story as stories
+from crashlab.report.story import point_rows
 
 from .conftest import SCENARIOS
+from .helpers import baseline_calls, scenario
+
+
+def find_scenario(scenario_id, job):
+    return stories.find_scenario(scenario_id, job, VARIANTS)[0]
+
+
+def story(run):
+    return stories.story(run, baseline_calls(run.setup.variant.slug, run.setup.job))
 
 
 @pytest.fixture(scope="module")
@@ -26,9 +37,17 @@ def test_scenario_ids_name_the_crash_points_one_based(job):
 @pytest.mark.parametrize(
     ("scenario_id", "message"),
     [
-        ("after-reply", "malformed scenario ID 'after-reply' (expected SLUG:I, SLUG:I:J and so on"),
+        ("after-reply", "scenario 'after-reply' names no crash: add one, as after-reply:1"),
+        ("after-reply::3", "malformed scenario ID 'after-reply::3' (expected SLUG:I, SLUG:I:J and so on"),
         ("after-reply:x", "malformed"),
         ("nope:3", "unknown variant 'nope' (valid: per-turn, after-reply, keys, markers, keys-markers, per-turn-keys,"),
+        ("after-reply:3~1", "~S names the state a death left under a fault that leaves several, and this scenario has "
+                            "none (a wrong answer is now SLUG+wrong-answer=K:I)"),
+        ("after-reply+power-cut=file:3", "under power-cut every crash names the state its death left, one number "
+                                         "each: I~S"),
+        ("after-reply+nope:3", "unknown fault 'nope' (valid: crash,"),
+        ("after-reply+power-cut=fast:3~1", "--sync 'fast' is not one of none, file, full"),
+        ("after-reply+crash:3", "+crash names no fault"),
         ("after-reply:0", "after-reply passes crash points 1..34 on job triage: no point 0"),
         ("markers:44", "markers passes crash points 1..43 on job triage: no point 44"),
         ("after-reply:6:99", "the restart of after-reply:6 on job triage reaches points 1..31: no point 99"),
@@ -42,7 +61,7 @@ def test_a_bad_scenario_id_gives_the_valid_choices(job, scenario_id, message):
 
 
 def test_points_say_what_is_durable_at_each_one(job):
-    rows = point_rows(run_scenario(VARIANTS["after-reply"], job, (), memory_stores()))
+    rows = point_rows(scenario("after-reply", job, ()))
     assert len(rows) == 34
     accepted = next(r for r in rows if r["label"] == "accepted")
     assert (accepted["index"], accepted["occurrence"], accepted["call"], accepted["tool"]) == (6, 1, "A", "create_issue")
@@ -52,7 +71,7 @@ def test_points_say_what_is_durable_at_each_one(job):
 
 
 def test_the_after_reply_duplicate_tells_its_story(job):
-    told = story(find_scenario("after-reply:6", job), job)
+    told = story(find_scenario("after-reply:6", job))
     assert told["crashes"] == [{"process": 1, "index": 6, "label": "accepted", "where": "turn 1 call A (create_issue)"}]
     assert [p["found"] for p in told["processes"]] == ["nothing", "T1 open A:- B:-"]
     first = told["processes"][0]["events"]
@@ -63,7 +82,7 @@ def test_the_after_reply_duplicate_tells_its_story(job):
 
 
 def test_the_markers_story_shows_the_question_and_its_answer(job):
-    told = story(find_scenario("markers:8", job), job)  # A's marker saved, A not yet sent
+    told = story(find_scenario("markers:8", job))  # A's marker saved, A not yet sent
     restart = "\n".join(told["processes"][1]["events"])
     assert "the ladder says ASK" in restart
     assert "ASKS THE PERSON: Did call A (create_issue) reach the tracker? → no" in restart
@@ -71,7 +90,7 @@ def test_the_markers_story_shows_the_question_and_its_answer(job):
 
 
 def test_the_keyed_repeat_is_answered_without_change(job):
-    told = story(find_scenario("keys-markers:10", job), job)  # A accepted, result not saved
+    told = story(find_scenario("keys-markers:10", job))  # A accepted, result not saved
     restart = "\n".join(told["processes"][1]["events"])
     assert "the ladder says RERUN" in restart
     assert "the tracker knows the key, answers #1, changes nothing" in restart
@@ -80,7 +99,7 @@ def test_the_keyed_repeat_is_answered_without_change(job):
 
 def test_a_lookup_spares_the_person():
     job = load_job(SCENARIOS / "server-dies.yaml")
-    told = story(run_scenario(VARIANTS["agent-lookup"], job, (), memory_stores()), job)
+    told = story(scenario("agent-lookup", job, ()))
     text = "\n".join(told["processes"][0]["events"])
     assert "server DIES after handling B" in text
     assert "did the request with key" in text and "→ yes, it returned #2" in text
@@ -92,11 +111,11 @@ def test_sweep_list_names_each_scenario_with_the_command_that_explains_it(cli):
     assert code == 0
     lines = out.splitlines()
     assert len(lines) == 306  # the table's "with dups" for after-reply
-    assert lines[0].split() == ["after-reply:1:6", "temp", "crashlab", "explain", "after-reply:1:6", "--job",
+    assert lines[0].split() == ["after-reply:1:6", "temp#1", "crashlab", "explain", "after-reply:1:6", "--job",
                                 "triage"]
     code, out, _ = cli("sweep", "--variant", "markers", "--list", "asks", "--format", "json")
     asks = json.loads(out)
-    assert {"id": "markers:9", "first_crash": "accepted", "command": "crashlab explain markers:9 --job triage"} in asks
+    assert {"id": "markers:9", "first_crash": "accepted#1", "command": "crashlab explain markers:9 --job triage"} in asks
     assert all(a["command"] == f"crashlab explain {a['id']} --job triage" for a in asks)
 
 
@@ -106,11 +125,11 @@ def test_sweep_out_writes_the_results(cli, tmp_path):
     lines = (tmp_path / "r" / "scenarios.jsonl").read_text().splitlines()
     assert len(lines) == 34 + 654 + 43 + 996
     first = json.loads(lines[0])
-    assert set(first) >= {"id", "variant", "labels", "dups", "missing", "asks", "calls_plus"}
+    assert set(first) >= {"id", "variant", "points", "dups", "missing", "asks", "calls_plus"}
     assert [r["variant"] for r in json.loads((tmp_path / "r" / "summary.json").read_text())] == ["keys", "markers"]
-    assert (tmp_path / "r" / "summary.csv").read_text().startswith("variant,name,once,")
+    assert (tmp_path / "r" / "summary.csv").read_text().startswith("variant,name,faults,setting,once,")
     manifest = json.loads((tmp_path / "r" / "manifest.json").read_text())
-    assert set(manifest) == {"crashlab", "job", "job_sha256", "command", "date", "python", "dependencies"}
+    assert set(manifest) == {"crashlab", "job", "job_sha256", "command", "python", "dependencies"}
     assert manifest["command"].startswith("crashlab sweep --variant keys,markers")
     assert len(manifest["job_sha256"]) == 64
 

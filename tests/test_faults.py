@@ -11,50 +11,60 @@ import json
 import pytest
 from hypothesis import given
 
-from crashlab.engine.sweep import VARIANTS, memory_stores, sweep_variant
-from crashlab.faults import FAULTS, wrong_answers
+from crashlab.faults import registry
+from crashlab.loops import VARIANTS
 
+from .helpers import swept
 from .strategies import jobs
 
 ASKING = ["markers", "agent-keyless"]
 NEVER_ASKING = ["per-turn", "after-reply", "keys", "keys-markers", "agent-keyed", "agent-lookup"]
 
 
+def question(scenario_id: str) -> int:
+    """The K of ``SLUG+wrong-answer=K:I:J``: the question answered wrong."""
+    return int(scenario_id.split("+wrong-answer=", 1)[1].split(":", 1)[0])
+
+
 @pytest.mark.parametrize("slug", ASKING)
 def test_a_wrong_answer_the_loop_keeps_duplicates_or_loses_an_effect(triage, slug):
-    swept = wrong_answers(VARIANTS[slug], triage, memory_stores())
-    scenarios = list(swept.scenarios())
-    assert scenarios and swept.tally.scenarios == len(scenarios)
+    under = swept(slug, triage, "wrong-answer")
+    scenarios = list(under.scenarios())
+    assert scenarios and under.tally.scenarios == len(scenarios)
     for s in scenarios:
-        k = int(s.id.rsplit("~", 1)[1])
+        k = question(s.id)
         assert s.outcome.asks >= k
         harmed = s.outcome.extra or s.outcome.missing
         assert harmed or s.outcome.asks > k, s.id  # harmless only if it died unsaved and was asked again
     assert any(s.outcome.extra for s in scenarios) and any(s.outcome.missing for s in scenarios)
     assert all(set(s.outcome.missing) <= set(s.outcome.wrong) for s in scenarios)  # believed done, wrongly
-    assert swept.record()["dups"] == sum(s.outcome.extra for s in scenarios)
+    assert under.row().dups == sum(s.outcome.extra for s in scenarios)
 
 
 @pytest.mark.parametrize("slug", NEVER_ASKING)
 def test_a_loop_that_never_asks_the_person_never_hears_a_wrong_answer(triage, slug):
-    swept = wrong_answers(VARIANTS[slug], triage, memory_stores())
-    assert (swept.tally.scenarios, list(swept.scenarios())) == (0, [])
-    assert swept.crash_scenarios == sweep_variant(VARIANTS[slug], triage, memory_stores()).row().scenarios
+    under = swept(slug, triage, "wrong-answer")
+    assert (under.tally.scenarios, list(under.scenarios())) == (0, [])
+    crash = swept(slug, triage).row()  # the crash scenarios it starts from: there are some, and none asks
+    assert crash.scenarios > 0 and crash.asks == 0
+    assert (under.row().scenarios, under.row().points) == (0, crash.points)
 
 
 @given(jobs(harder=False))
 def test_on_any_job_the_lookup_rung_spares_the_person_and_so_every_wrong_answer(job):
     for slug in ("keys-markers", "agent-lookup"):
         if VARIANTS[slug].refuses(job) is None:
-            assert wrong_answers(VARIANTS[slug], job, memory_stores()).tally.scenarios == 0
+            assert swept(slug, job, "wrong-answer").tally.scenarios == 0
 
 
 def test_faults_lists_every_fault_with_what_it_breaks(cli):
-    code, out, err = cli("faults", "--format", "json")
-    slugs = ["crash", "power-cut", "tracker-crash", "wrong-answer", "drifting-model", "reused-run-id", "expired-key",
-             "late-delivery"]
-    assert code == 0 and [f["slug"] for f in json.loads(out)] == list(FAULTS) == slugs
-    code, out, err = cli("faults")
+    code, out, _ = cli("faults", "--format", "json")
+    slugs = ["crash", "drifting-model", "expired-key", "late-delivery", "power-cut", "reused-run-id", "tracker-crash",
+             "wrong-answer"]  # crashlab's own, in the order of their slugs; a plug-in may add more
+    listed = [f["slug"] for f in json.loads(out)]
+    assert code == 0 and listed == list(registry()) == sorted(listed) and [f for f in listed if f in slugs] == slugs
+    assert all(f["breaks"] and f["adds"] for f in json.loads(out))
+    code, out, _ = cli("faults")
     assert code == 0 and out.startswith("crash ") and "\nwrong-answer " in out and "\npower-cut " in out
 
 
@@ -62,20 +72,44 @@ def test_sweep_fault_wrong_answer_prints_the_rows_and_refuses_what_it_cannot_do(
     code, out, err = cli("sweep", "--fault", "wrong-answer", "--variant", "markers,keys-markers", "--format", "json")
     rows = {row["variant"]: row for row in json.loads(out)}
     assert code == 0 and rows["keys-markers"]["scenarios"] == 0 and rows["markers"]["dups"] > 0
-    for extra in (["--kill"], ["--no-share"], ["--check", "results/book.txt"], ["--store", "files"]):
-        code, out, err = cli("sweep", "--fault", "wrong-answer", *extra)
-        assert (code, out) == (2, "") and f"it takes no {extra[0]}" in err
+    assert rows["markers"]["faults"] == "wrong-answer"
+    code, out, err = cli("sweep", "--fault", "wrong-answer", "--kill")
+    assert (code, out) == (2, "") and "--fault wrong-answer needs world-in-memory, which the forked runner" in err
     code, out, err = cli("sweep", "--fault", "power-switch")
-    assert code == 2 and "'power-switch' is not one of 'crash', 'power-cut', 'tracker-crash', 'wrong-answer'" in err
+    assert code == 2 and "'power-switch' is not one of 'crash', 'drifting-model', 'expired-key', 'late-delivery'" in err
     code, out, err = cli("sweep", "--fault", "wrong-answer", "--variant", "markers", "--list", "missing")
     first = out.splitlines()[0].split()
-    assert code == 0 and first[0].endswith(("~1", "~2")) and first[-2:] == ["--fault", "wrong-answer"]
+    assert code == 0 and first[0].startswith("markers+wrong-answer=") and question(first[0]) in (1, 2)
+    assert first[-5:] == ["crashlab", "explain", first[0], "--job", "triage"]  # the ID alone replays it
+
+
+def test_sweep_fault_wrong_answer_replays_stores_and_checks_as_the_crash_sweep_does(cli, tmp_path):
+    """--no-share, --store files and --check, refused under a wrong answer before, give the shared sweep's rows."""
+    args = ("sweep", "--fault", "wrong-answer", "--variant", "markers,agent-keyless", "--depth", "1")
+    code, shared, err = cli(*args, "--format", "json")
+    assert code == 0 and json.loads(shared)[0]["scenarios"] > 0
+    for extra in (["--no-share"], ["--store", "files"]):
+        code, out, err = cli(*args, "--format", "json", *extra)
+        assert (code, out) == (0, shared), extra
+    code, table, err = cli(*args)
+    (tmp_path / "golden.txt").write_text(table)
+    code, out, err = cli(*args, "--check", str(tmp_path / "golden.txt"))
+    assert (code, out) == (0, table) and "matches" in err
+    code, out, err = cli(*args, "--check", "results/book.txt")
+    assert code == 1 and "differs: " in err and "the table differs from results/book.txt" in err
+    code, out, err = cli(*args, "--out", str(tmp_path / "out"))
+    assert code == 0 and json.loads((tmp_path / "out" / "summary.json").read_text()) == json.loads(shared)
+    ids = [json.loads(line)["id"] for line in (tmp_path / "out" / "scenarios.jsonl").read_text().splitlines()]
+    assert ids and all("+wrong-answer=" in i for i in ids)
 
 
 def test_explain_replays_the_wrong_answer_and_says_so(cli):
-    code, out, err = cli("explain", "markers:1:7~1")
-    assert code == 0 and "→ yes, #1 (WRONG: the fault wrong-answer)" in out
-    for bad, problem in (("markers:1:7~0", "counted from 1"), ("markers:1:7~9", "no question 9"),
-                         ("markers:1:7~x", "malformed scenario ID")):
+    code, out, err = cli("explain", "markers+wrong-answer=1:1:7")
+    assert code == 0 and "→ yes, #1 (WRONG: the tracker says otherwise)" in out
+    for bad, problem in (("markers+wrong-answer=0:1:7", "counted from 1"),
+                         ("markers+wrong-answer=9:1:7", "its wrong-answer fault never acted in it"),
+                         ("markers+wrong-answer=x:1:7", "counted from 1"),
+                         ("markers+wrong-answer=1:1:7~x", "malformed scenario ID"),
+                         ("markers:1:7~1", "a wrong answer is now SLUG+wrong-answer=K:I")):
         code, out, err = cli("explain", bad)
         assert (code, out) == (2, "") and problem in err, bad

@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from crashlab.job import MAX_ISSUE, TEXT_LIMITS, JobError, load_job
+from crashlab.job import JobError, load_job
+from crashlab.job.reader import MAX_ISSUE, TEXT_LIMITS
 
 from .conftest import ROOT
 
@@ -275,7 +276,8 @@ def test_the_golden_check_compares_exactly_the_rows_and_columns_it_names(cli, tm
     path.write_text(f"{HEAD}\n{KEYS_ROW}\n")
     code, out, err = cli("sweep", "--variant", "keys,markers", "--check", str(path))
     assert code == 1 and out.count("\n") == 4  # the table is printed, then judged
-    assert err == "differs: + attempt markers, no keys: swept, but not in the golden file\n"
+    assert err == ("differs: + attempt markers, no keys: swept, but not in the golden file\n"
+                   f"crashlab: error: the table differs from {path} in 1 cell(s)\n")
 
 
 # -- options, scenario IDs --------------------------------------------------------------------------
@@ -291,7 +293,7 @@ def test_the_golden_check_compares_exactly_the_rows_and_columns_it_names(cli, tm
         (("sweep", "--variant", ""), "unknown variant ''"),
         (("sweep", "--loop", "designs", "--variant", "agent-keyed"), "--loop designs has no variant 'agent-keyed'"),
         (("sweep", "--loop", "agent", "--variant", "keys"), "--loop agent has no variant 'keys'"),
-        (("sweep", "--loop", "designs", "--tracker", "keyed"), "the designs have none"),
+        (("sweep", "--loop", "designs", "--tracker", "keyed"), "--loop designs has none (drop --loop designs)"),
         (("sweep", "--variant", "keys", "--tracker", "keyed"), "give --variant or --tracker, not both"),
         (("sweep", "--loop", "nope"), "'nope' is not one of 'designs', 'agent'"),
         (("sweep", "--format", "xml"), "'xml' is not one of 'table', 'json', 'csv'"),
@@ -306,7 +308,19 @@ def test_the_golden_check_compares_exactly_the_rows_and_columns_it_names(cli, tm
         (("explain", "keys:１"), "malformed scenario ID 'keys:\\uff11' (expected SLUG:I, SLUG:I:J and so on, in ASCII digits"),
         (("explain", "keys:٣"), "malformed scenario ID 'keys:\\u0663'"),
         (("explain", "keys:3\n"), "malformed scenario ID 'keys:3\\n'"),
-        (("explain", "keys"), "SLUG is one of per-turn, after-reply, keys, markers, keys-markers, per-turn-keys,"),
+        (("explain", "keys"), "scenario 'keys' names no crash: add one, as keys:1"),
+        (("explain", "keys::1"), "SLUG is one of per-turn, after-reply, keys, markers, keys-markers, per-turn-keys,"),
+        (("sweep", "--sync", "file"), "--sync is the power-cut fault's setting: it needs --fault power-cut"),
+        (("sweep", "--fault", "tracker-crash", "--drift", "ids"), "--drift is the drifting-model fault's setting"),
+        (("sweep", "--fault", "nope"), "'nope' is not one of 'crash', 'drifting-model',"),
+        (("sweep", "--fault", "all", "--fault", "crash"), "--fault all sweeps every fault at each of its settings"),
+        (("sweep", "--kill", "--fault", "power-cut"), "--fault power-cut needs page-cache, which the forked runner "
+                                                      "(--kill) does not offer; the in-process runner does"),
+        (("sweep", "--loop", "dbos", "--kill", "--fault", "power-cut", "--sync", "none"),
+         "--fault power-cut needs page-cache, which the forked runner (--kill) does not offer, and dbos-plain runs "
+         "under no runner that does"),
+        (("sweep", "--loop", "langgraph"), "langgraph-plain runs only under the forked runner (--kill)"),
+        (("sweep", "--fault", "tracker-crash", "--fault", "tracker-crash"), "named twice"),
         (("explain", "keys:-1"), "keys passes crash points 1..34 on job triage: no point -1"),
         (("explain", "keys:6:-1"), "the restart of keys:6 on job triage reaches points 1..31: no point -1"),
         (("explain", "keys:" + "9" * 5000), "is out of range for any job"),
@@ -324,8 +338,8 @@ def test_one_vocabulary_of_variants_for_every_command(cli):
     assert code == 0 and [r["variant"] for r in json.loads(out)] == ["agent-keyed"]
     assert "approvals" in json.loads(out)[0]  # any agent variant brings the agent table's columns
     code, csv, _ = cli("sweep", "--variant", "keys", "--format", "csv", "--job", "read-only")
-    assert csv.splitlines()[0] == ("variant,name,once,twice,distinct,with_dups,dups,missing,wrong,asks,calls_plus,"
-                                   "scenarios,stuck,orphans")
+    assert csv.splitlines()[0] == ("variant,name,faults,setting,once,twice,distinct,with_dups,dups,missing,wrong,asks,"
+                                   "calls_plus,scenarios,uncrashed,approvals,stuck,orphans,flaky")
     assert cli("sweep", "--tracker", "keyed", "--format", "json", "--job", "read-only")[1] == out
     assert cli("explain", "agent-keyed:9")[0] == cli("points", "agent-keyed")[0] == 0
 

@@ -9,35 +9,43 @@ reach its table.
 """
 
 import itertools
-from dataclasses import dataclass
+from contextlib import nullcontext
+from dataclasses import dataclass, replace
 
 import pytest
 from hypothesis import given
 
+import crashlab
 from crashlab.engine.points import Crash, HarnessError
-from crashlab.engine.sweep import memory_stores, run_scenario, stores, sweep_variant
+from crashlab.engine.scenario import Setup
+from crashlab.engine.sweep import sweep
+from crashlab.errors import Stray
+from crashlab.loops import VARIANTS
 from crashlab.loops.designs import DESIGNS, DesignLoop
+from crashlab.runners import RunnerSpec
+from crashlab.runners.inprocess import InProcess, file_stores, memory_store
 
 from .strategies import jobs
 
-AFTER_REPLY = DESIGNS["after-reply"]
+AFTER_REPLY = VARIANTS["after-reply"]
 
 
 @dataclass(frozen=True)
-class Hostile:
-    """A variant of the after-reply design whose process is a hostile subclass of its loop."""
+class Lives:
+    """The entry point of a hostile variant: one process of the after-reply design, lived by a hostile loop.
 
-    slug: str
+    A module-level class, so the entry pickles for a pool of workers and forks for a real death alike.
+    """
+
     loop_class: type
-    name: str = "hostile"
-    tracker_mode: str = "keyed"
-    desk: str = "remembers"
 
-    def loop(self, job, world, store, points):
-        return self.loop_class(AFTER_REPLY, job, world, store, points)
+    def __call__(self, run):
+        self.loop_class(DESIGNS["after-reply"], run).run()
 
-    def refuses(self, job):
-        return None
+
+def hostile(slug, loop_class, name="hostile"):
+    """A variant of the after-reply design whose process is a hostile subclass of its loop."""
+    return replace(AFTER_REPLY, slug=slug, name=name, entry=Lives(loop_class))
 
 
 class RetriesOnAnyError(DesignLoop):
@@ -86,7 +94,7 @@ class MutatesInPlace(DesignLoop):
     def save_result(self, call, result):
         self.checkpoint.turns[-1].results[call.id] = result
         self.save()
-        self.points.hit("result-saved")
+        crashlab.point("result-saved")
 
 
 class SavesTheWrongResult(DesignLoop):
@@ -124,23 +132,29 @@ class FakesItsCrash(DesignLoop):
 
 @pytest.fixture(params=["memory", "files"])
 def store(request):
-    with stores(request.param) as factory:
-        yield factory
+    return request.param
 
 
-def outcomes(variant, job, store, share=False):
-    return {s.id.split(":", 1)[1]: s.outcome for s in sweep_variant(variant, job, store, share=share).scenarios()}
+def run_scenario(variant, job, crashes, store="memory"):
+    """One scenario of `variant`, re-executed from nothing in this process, on a store of `store`'s kind."""
+    with RunnerSpec("in-process", store).open() as runner:
+        return runner.scenario(Setup(variant, job), crashes)
+
+
+def outcomes(variant, job, store="memory", share=False):
+    swept = sweep(Setup(variant, job), RunnerSpec("in-process", store), share=share)
+    return {s.id.split(":", 1)[1]: s.outcome for s in swept.scenarios()}
 
 
 def test_a_retry_on_any_error_does_not_survive_its_own_death(triage, store):
     """Crash is a BaseException: the retry never sees it, and the table is after-reply's, scenario by scenario."""
-    assert outcomes(Hostile("retries", RetriesOnAnyError), triage, store) == outcomes(AFTER_REPLY, triage, store)
+    assert outcomes(hostile("retries", RetriesOnAnyError), triage, store) == outcomes(AFTER_REPLY, triage, store)
 
 
 def test_a_loop_that_swallows_its_crash_and_goes_on_is_caught_at_its_next_act(triage, store):
     accepted = [e.label for e in run_scenario(AFTER_REPLY, triage, (), store).points.points(1)].index("accepted") + 1
     with pytest.raises(HarnessError) as error:
-        run_scenario(Hostile("swallows", SwallowsItsCrash), triage, (accepted,), store)
+        run_scenario(hostile("swallows", SwallowsItsCrash), triage, (accepted,), store)
     message = str(error.value)
     assert message.startswith(f"swallows:{accepted}: a checkpoint written after the crash of process 1 at its point")
     assert "(accepted)" in message and "crashlab/loops/life.py" in message
@@ -149,12 +163,12 @@ def test_a_loop_that_swallows_its_crash_and_goes_on_is_caught_at_its_next_act(tr
 def test_a_loop_that_returns_after_its_crash_is_caught(triage, store):
     with pytest.raises(HarnessError, match=r"returns:5: process 1 died at its point 5 \(renamed\) but its loop "
                                            r"returned: it caught its own Crash"):
-        run_scenario(Hostile("returns", ReturnsAfterItsCrash), triage, (5,), store)
+        run_scenario(hostile("returns", ReturnsAfterItsCrash), triage, (5,), store)
 
 
 def test_a_save_in_finally_is_refused_as_written_after_the_crash(triage, store):
     with pytest.raises(HarnessError) as error:
-        run_scenario(Hostile("finally", SavesInFinally), triage, (6,), store)
+        run_scenario(hostile("finally", SavesInFinally), triage, (6,), store)
     message = str(error.value)
     assert "finally:6: a checkpoint written after the crash of process 1 at its point 6" in message
     assert "test_hostile_loops.py" in message and "in run" in message  # the line of the finally
@@ -164,45 +178,47 @@ def test_nothing_a_dead_process_tried_became_durable(triage, store):
     """The refused save wrote nothing: the store holds what it held at the crash."""
     baseline = run_scenario(AFTER_REPLY, triage, (6,), store)
     before = [e for e in baseline.points.events if e.process == 1 and e.kind == "save"]
-    hostile = Hostile("finally", SavesInFinally)
     points = []
-    with pytest.raises(HarnessError):
-        run_scenario(hostile, triage, (6,), lambda p: points.append(p) or store(p))
+    with file_stores() if store == "files" else nullcontext(memory_store) as factory:
+        watched = InProcess(lambda p, sync: points.append(p) or factory(p, sync))  # keeps the scenario's recorder
+        with pytest.raises(HarnessError):
+            watched.scenario(Setup(hostile("finally", SavesInFinally), triage), (6,))
     assert [e.detail for e in points[0].events if e.kind == "save"] == [e.detail for e in before]
 
 
 def test_a_loop_that_edits_its_saved_checkpoint_in_place_gets_the_same_table_on_both_stores(triage, store):
     """The store keeps the bytes, not the object: an in-place edit after a save is the loop's own business."""
-    assert outcomes(Hostile("mutates", MutatesInPlace), triage, store) == outcomes(AFTER_REPLY, triage, store)
+    assert outcomes(hostile("mutates", MutatesInPlace), triage, store) == outcomes(AFTER_REPLY, triage, store)
 
 
 def test_a_result_that_names_the_wrong_record_is_counted_wrong(triage, store):
-    run = run_scenario(Hostile("wrong", SavesTheWrongResult), triage, (), store)
-    assert run.outcome(triage, 3).wrong == ("A", "B", "C")  # C comments on B's issue, which it never meant
-    assert sweep_variant(AFTER_REPLY, triage, store).row().wrong == 0
+    run = run_scenario(hostile("wrong", SavesTheWrongResult), triage, (), store)
+    assert run.outcome(3).wrong == ("A", "B", "C")  # C comments on B's issue, which it never meant
+    assert sweep(Setup(AFTER_REPLY, triage), RunnerSpec("in-process", store)).row().wrong == 0
 
 
 @pytest.mark.parametrize("share", [False, True])
 def test_a_nondeterministic_loop_is_reported_not_counted(triage, store, share):
-    with pytest.raises(HarnessError, match=r"^nondeterministic(:\d+)*: the loop is not deterministic: process \d "
-                                           r"passed '\w[\w-]*' \(.*\) at its point \d+, where .* passed"):
-        sweep_variant(Hostile("nondeterministic", Nondeterministic), triage, store, share=share)
+    with pytest.raises(Stray, match=r"^nondeterministic(:\d+)*: the loop is not deterministic: process \d "
+                                    r"passed \w[\w-]*#\d+ \(.*\) at its point \d+, where .* passed \w[\w-]*#\d+ "):
+        sweep(Setup(hostile("nondeterministic", Nondeterministic), triage), RunnerSpec("in-process", store),
+              share=share)
 
 
-@pytest.mark.parametrize("hostile", [ReturnsAfterItsCrash, SwallowsItsCrash])
-def test_a_shared_sweep_counts_what_a_sigkill_leaves_whatever_the_dying_loop_would_do(triage, hostile):
+@pytest.mark.parametrize("loop_class", [ReturnsAfterItsCrash, SwallowsItsCrash])
+def test_a_shared_sweep_counts_what_a_sigkill_leaves_whatever_the_dying_loop_would_do(triage, loop_class):
     """No crash is raised in a shared sweep, so no handler or finally of a dying process runs: the honest table."""
-    assert outcomes(Hostile("h", hostile), triage, memory_stores(), share=True) == outcomes(AFTER_REPLY, triage, memory_stores())
+    assert outcomes(hostile("h", loop_class), triage, share=True) == outcomes(AFTER_REPLY, triage)
 
 
 def test_a_loop_that_never_finishes_is_caught(triage, store):
     with pytest.raises(HarnessError, match=r"^never: process 1 returned, but the run is not finished"):
-        run_scenario(Hostile("never", NeverFinishes), triage, (), store)
+        run_scenario(hostile("never", NeverFinishes), triage, (), store)
 
 
 def test_a_loop_that_raises_crash_itself_is_caught(triage, store):
     with pytest.raises(HarnessError, match="raised Crash without reaching a crash point of its own"):
-        run_scenario(Hostile("fakes", FakesItsCrash), triage, (), store)
+        run_scenario(hostile("fakes", FakesItsCrash), triage, (), store)
 
 
 @pytest.mark.parametrize("crashes", [(999,), (6, 999), (999, 5)])
@@ -213,18 +229,18 @@ def test_a_crash_that_never_happens_fails_the_scenario(triage, store, crashes):
 
 def test_every_crash_of_every_sound_scenario_happened_where_it_was_asked(triage):
     """The converse: in every design's double crashes, process k dies at exactly its k-th crash point."""
-    for design in DESIGNS.values():
-        sweep = sweep_variant(design, triage, memory_stores())
-        for i, restart in enumerate(sweep.root.after, start=1):
+    for slug in DESIGNS:
+        (tree,) = sweep(Setup(VARIANTS[slug], triage)).trees
+        for i, restart in enumerate(tree.root.after, start=1):
             for j in range(1, len(restart.labels) + 1, 5):
-                run = run_scenario(design, triage, (i, j), memory_stores())
+                run = run_scenario(VARIANTS[slug], triage, (i, j))
                 assert [(e.process, e.index) for e in run.points.crashes()] == [(1, i), (2, j)]
 
 
 @given(jobs())
 def test_on_any_job_a_crash_is_not_caught_and_an_edit_in_place_is_not_saved(job):
     """What a hostile loop tries is without effect on any job, scenario by scenario."""
-    expected = outcomes(AFTER_REPLY, job, memory_stores())
+    expected = outcomes(AFTER_REPLY, job)
     for share in (False, True):
-        assert outcomes(Hostile("retries", RetriesOnAnyError), job, memory_stores(), share) == expected
-        assert outcomes(Hostile("mutates", MutatesInPlace), job, memory_stores(), share) == expected
+        assert outcomes(hostile("retries", RetriesOnAnyError), job, share=share) == expected
+        assert outcomes(hostile("mutates", MutatesInPlace), job, share=share) == expected

@@ -6,7 +6,8 @@ import json
 import pytest
 import yaml
 
-from crashlab.job import ID_GRAMMAR, TEXT_LIMITS, JobError, find_job, load_job, parse_job, shipped_jobs
+from crashlab.job import JobError, find_job, load_job, parse_job, shipped_jobs
+from crashlab.job.reader import ID_GRAMMAR, TEXT_LIMITS
 from crashlab.job.schema import conforms
 
 from .conftest import SCENARIOS
@@ -86,7 +87,7 @@ def test_a_job_spec_is_a_path_when_it_looks_like_one(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "triage").write_text("name: mine\nturns: [{answer: a}]\n")
     assert find_job("triage").name == "mine"  # an existing file wins over the shipped job
-    with pytest.raises(JobError, match="^other.yaml: no such job file$"):
+    with pytest.raises(JobError, match=r"^other\.yaml: no such job file$"):
         find_job("other.yaml")
     with pytest.raises(JobError, match=r"no job file or shipped job 'other' \(shipped: approval, "):
         find_job("other")

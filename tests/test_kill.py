@@ -1,6 +1,6 @@
 """Real deaths: a sweep whose every process is an OS process that SIGKILLs itself gives the in-process table.
 
-`crashlab.runners.forked.run_scenario` forks each process of a scenario, lets it run against a world in SQLite
+The forked runner (`crashlab.runners.forked`) forks each process of a scenario, lets it run against a world in SQLite
 and a checkpoint file, and kills it at its crash point; the parent reads every count from the files
 afterwards. Held against the in-process sweep (re-executed, the oracle) scenario by scenario: a
 difference is a bug in one of the two.
@@ -13,32 +13,44 @@ import pytest
 from hypothesis import given, settings
 
 from crashlab.engine.points import HarnessError
-from crashlab.engine.sweep import AGENTS, VARIANTS, file_stores, memory_stores, run_scenario, sweep_variant, trunk
+from crashlab.engine.scenario import Setup
+from crashlab.engine.sweep import sweep
+from crashlab.errors import Stray
 from crashlab.job import load_job
+from crashlab.loops import VARIANTS
 from crashlab.loops.designs import DESIGNS, DesignLoop
+from crashlab.runners import RunnerSpec
 from crashlab.runners import forked as kill
 from crashlab.world import TRACKER_MODES
 
 from .conftest import SCENARIOS
+from .helpers import results
 from .strategies import jobs
 from .test_hostile_loops import (
     AFTER_REPLY,
     FakesItsCrash,
-    Hostile,
     MutatesInPlace,
     NeverFinishes,
     ReturnsAfterItsCrash,
     SavesInFinally,
     SwallowsItsCrash,
+    hostile,
 )
+
+KILLED = RunnerSpec("forked", "files")
+IN_PROCESS = RunnerSpec("in-process", "files")
 
 
 def scenarios(variant, job, depth=2, killed=True):
-    """Every scenario's (ID, labels, outcome, hits, saves), killed for real or in process."""
-    with file_stores() as store:
-        runner = kill.run_scenario if killed else run_scenario
-        sweep = sweep_variant(variant, job, store, depth, share=False, runner=runner)
-        return [(s.id, s.labels, s.outcome, s.hits, s.saves) for s in sweep.scenarios()], sweep.row()
+    """Every scenario's (ID, points, outcome, hits, saves), killed for real or in process, and the row."""
+    swept = sweep(Setup(variant, job), KILLED if killed else IN_PROCESS, depth, share=False)
+    return results(swept), swept.row()
+
+
+def run_scenario(variant, job, crashes, spec=KILLED):
+    """One scenario re-executed from nothing: each process forked and SIGKILLed (or, in process, a Crash)."""
+    with spec.open() as runner:
+        return runner.scenario(Setup(variant, job), crashes)
 
 
 @pytest.mark.parametrize("slug", ["after-reply", pytest.param("agent-keyless", marks=pytest.mark.slow)])
@@ -49,15 +61,14 @@ def test_a_killed_sweep_is_the_in_process_sweep_scenario_by_scenario(triage, slu
 @pytest.mark.slow
 def test_a_killed_approval_job_counts_its_approvals_from_the_database():
     approval = load_job(SCENARIOS / "approval.yaml")
-    killed, row = scenarios(AGENTS["agent-keyed"], approval, depth=1)
-    assert (killed, row) == scenarios(AGENTS["agent-keyed"], approval, depth=1, killed=False)
+    killed, row = scenarios(VARIANTS["agent-keyed"], approval, depth=1)
+    assert (killed, row) == scenarios(VARIANTS["agent-keyed"], approval, depth=1, killed=False)
     assert row.approvals > 0  # the remembering desk's questions, counted in the database
 
 
 def test_each_process_of_a_scenario_is_killed_at_its_own_point(triage):
-    with file_stores() as store:
-        run = kill.run_scenario(AFTER_REPLY, triage, (6, 3), store)
-    in_process = run_scenario(AFTER_REPLY, triage, (6, 3), memory_stores())
+    run = run_scenario(AFTER_REPLY, triage, (6, 3))
+    in_process = run_scenario(AFTER_REPLY, triage, (6, 3), RunnerSpec("in-process"))
     crashes = [(e.process, e.index, e.label) for e in run.points.crashes()]
     assert crashes == [(e.process, e.index, e.label) for e in in_process.points.crashes()]
     assert [(p, i) for p, i, _ in crashes] == [(1, 6), (2, 3)]
@@ -65,24 +76,24 @@ def test_each_process_of_a_scenario_is_killed_at_its_own_point(triage):
 
 
 @pytest.mark.parametrize(
-    "hostile",
+    "loop_class",
     [ReturnsAfterItsCrash, *(pytest.param(h, marks=pytest.mark.slow) for h in (SwallowsItsCrash, MutatesInPlace))],
 )
-def test_what_a_dying_loop_would_still_do_never_runs_under_sigkill(triage, hostile):
+def test_what_a_dying_loop_would_still_do_never_runs_under_sigkill(triage, loop_class):
     """No handler and no in-place edit of a dead process counts: the killed table is the honest one."""
-    killed, _ = scenarios(Hostile("h", hostile), triage, depth=1)
+    killed, _ = scenarios(hostile("h", loop_class), triage, depth=1)
     assert [s[1:] for s in killed] == [s[1:] for s in scenarios(AFTER_REPLY, triage, depth=1, killed=False)[0]]
 
 
 def test_a_save_in_finally_never_runs_at_a_sigkill_but_clobbers_the_run_when_it_returns(triage):
     """Killed at its last point, it never saves; its restart finds the run finished, returns, and its finally
     overwrites the finished checkpoint with an empty one: a bug of the loop's own, which the harness names."""
-    with file_stores() as store:
+    with KILLED.open() as runner:
         for i in (6, 33):
-            assert kill.run_scenario(Hostile("finally", SavesInFinally), triage, (i,), store).final.finished
+            assert runner.scenario(Setup(hostile("finally", SavesInFinally), triage), (i,)).final.finished
         with pytest.raises(HarnessError, match=r"^finally:34: process 2 returned, but the run is not finished "
                                                r"\(the durable checkpoint: empty\)"):
-            kill.run_scenario(Hostile("finally", SavesInFinally), triage, (34,), store)
+            runner.scenario(Setup(hostile("finally", SavesInFinally), triage), (34,))
 
 
 class NondeterministicAcrossProcesses(DesignLoop):
@@ -95,39 +106,42 @@ class NondeterministicAcrossProcesses(DesignLoop):
 
 
 def test_a_nondeterministic_loop_is_reported_under_sigkill_too(triage):
-    with file_stores() as store, pytest.raises(HarnessError, match="the loop is not deterministic"):
-        sweep_variant(Hostile("nondeterministic", NondeterministicAcrossProcesses), triage, store, 1, share=False,
-                      runner=kill.run_scenario)
+    with pytest.raises(Stray, match="the loop is not deterministic"):
+        sweep(Setup(hostile("nondeterministic", NondeterministicAcrossProcesses), triage), KILLED, 1, share=False)
 
 
 def test_a_killed_loop_that_never_finishes_or_never_reaches_its_point_fails_its_scenario(triage):
-    with file_stores() as store:
+    with KILLED.open() as runner:
         with pytest.raises(HarnessError, match=r"^never: process 1 returned, but the run is not finished"):
-            kill.run_scenario(Hostile("never", NeverFinishes), triage, (), store)
+            runner.scenario(Setup(hostile("never", NeverFinishes), triage), ())
         with pytest.raises(HarnessError, match=r"after-reply:6:999: process 2 finished after \d+ crash points and "
                                                r"never reached its crash point 999"):
-            kill.run_scenario(AFTER_REPLY, triage, (6, 999), store)
+            runner.scenario(Setup(AFTER_REPLY, triage), (6, 999))
 
 
 def test_an_error_in_a_killed_process_fails_its_scenario_naming_it(triage):
-    with file_stores() as store, pytest.raises(HarnessError, match=r"^fakes:3: process 1 failed: Crash: crash at point "
-                                                                    r"1 \(temp\) \(test_hostile_loops.py:\d+\)"):
-        kill.run_scenario(Hostile("fakes", FakesItsCrash), triage, (3,), store)
+    with pytest.raises(HarnessError, match=r"^fakes:3: process 1 failed: Crash: crash at point "
+                                           r"1 \(temp\) \(test_hostile_loops.py:\d+\)"):
+        run_scenario(hostile("fakes", FakesItsCrash), triage, (3,))
 
 
 def test_a_process_killed_by_something_else_fails_its_scenario(triage, monkeypatch):
     """A death the harness did not ask for (the OOM killer, a user's kill -9) is not counted as a crash."""
     monkeypatch.setattr(kill, "_child", lambda *args: signal.raise_signal(signal.SIGKILL))
     unasked = r"^after-reply:4: process 1 ended .* without a word"
-    with file_stores() as store, pytest.raises(HarnessError, match=unasked):
-        kill.run_scenario(AFTER_REPLY, triage, (4,), store)
+    with pytest.raises(HarnessError, match=unasked):
+        run_scenario(AFTER_REPLY, triage, (4,))
 
 
-def test_a_real_death_needs_the_file_store(triage):
-    with pytest.raises(ValueError, match="a real death needs the file store"):
-        kill.run_scenario(AFTER_REPLY, triage, (1,), memory_stores())
-    with file_stores() as store, pytest.raises(ValueError, match="a shared sweep runs in process"):
-        trunk(AFTER_REPLY, triage, store, share=True, runner=kill.run_scenario)
+def test_a_real_death_brings_its_own_files_and_never_shares_a_restart(triage):
+    """No store of the caller's outlives a real death: the forked runner keeps each scenario in files of its
+    own, whatever store is asked for; and a shared sweep needs snapshots it cannot take, so it re-executes."""
+    with RunnerSpec("forked", "memory").open() as runner:
+        run = runner.scenario(Setup(AFTER_REPLY, triage), (6,))
+        assert run.store.path.is_file() and run.final.finished  # a checkpoint file the killed processes wrote
+    assert "snapshots" not in KILLED.offers
+    shared = sweep(Setup(AFTER_REPLY, triage), KILLED, 1, share=True)
+    assert results(shared) == scenarios(AFTER_REPLY, triage, depth=1)[0]
 
 
 @pytest.mark.slow
@@ -147,8 +161,8 @@ BOOK = [pytest.param(slug, marks=pytest.mark.slow) for slug in DESIGNS]
 
 @pytest.mark.parametrize("slug", BOOK)
 def test_the_book_table_killed_for_real_is_the_in_process_table(triage, slug):
-    killed = scenarios(DESIGNS[slug], triage)
-    assert killed == scenarios(DESIGNS[slug], triage, killed=False)
+    killed = scenarios(VARIANTS[slug], triage)
+    assert killed == scenarios(VARIANTS[slug], triage, killed=False)
 
 
 AGENT_JOBS = [
@@ -160,13 +174,13 @@ AGENT_JOBS = [
 @pytest.mark.parametrize("name, mode", AGENT_JOBS)
 def test_the_agent_table_killed_for_real_is_the_in_process_table(name, mode):
     job = load_job(SCENARIOS / f"{name}.yaml")
-    assert scenarios(AGENTS[f"agent-{mode}"], job) == scenarios(AGENTS[f"agent-{mode}"], job, killed=False)
+    assert scenarios(VARIANTS[f"agent-{mode}"], job) == scenarios(VARIANTS[f"agent-{mode}"], job, killed=False)
 
 
 @pytest.mark.slow
 @settings(max_examples=8)
 @given(jobs(max_turns=2, max_calls=2, harder=True))
 def test_on_any_job_a_killed_sweep_is_the_in_process_sweep(job):
-    for variant in (DESIGNS["keys-markers"], AGENTS["agent-lookup"]):
+    for variant in (VARIANTS["keys-markers"], VARIANTS["agent-lookup"]):
         if variant.refuses(job) is None:
             assert scenarios(variant, job) == scenarios(variant, job, killed=False)

@@ -8,7 +8,8 @@ under the call's next key, saved before it leaves; a keyed tracker answers the l
 """
 
 import json
-from dataclasses import dataclass
+import re
+from dataclasses import replace
 
 import msgspec
 import pytest
@@ -16,24 +17,35 @@ from hypothesis import given, settings
 
 from crashlab.durable.checkpoint import Checkpoint, CheckpointError, TurnRecord
 from crashlab.engine.points import Recorder
-from crashlab.engine.sweep import AGENTS, DESIGNS, VARIANTS, memory_stores, run_scenario, sweep_variant
-from crashlab.faults import faults_of, late_deliveries
+from crashlab.engine.scenario import Setup
+from crashlab.engine.sweep import sweep
+from crashlab.engine.variant import Variant
+from crashlab.faults.late_delivery import Delivery, InFlight
 from crashlab.job import Call
-from crashlab.loops.agent import LOOKUP, AgentLoop, AgentVariant, ladder
+from crashlab.loops import FAMILIES, VARIANTS
+from crashlab.loops.agent import LOOKUP, AgentLoop, ladder
 from crashlab.loops.keys import key
 from crashlab.loops.tools import toolbox
 from crashlab.report.story import find_scenario
-from crashlab.world import Delivery, Fenced, Tracker
+from crashlab.world import Fenced, Tracker, Wire
 from crashlab.world.sqlite import Database, SqliteTracker
 
+from .helpers import faults, results, runner, scenario, swept
+from .oracle import shared_is_re_executed
 from .strategies import jobs
 
-LATE = faults_of("late-delivery")
+LATE = "late-delivery"
+AGENTS = list(FAMILIES["agent"])
 A = Call("A", "create_issue", {"title": "t", "body": "b"})
 
 
-def swept(slug, job):
-    return late_deliveries(VARIANTS[slug], job, memory_stores())
+def late(slug, job):
+    """`slug`'s sweep under late delivery."""
+    return swept(slug, job, LATE)
+
+
+def run_late(slug, job, crashes, choices):
+    return scenario(slug, job, crashes, LATE, choices=choices)
 
 
 @pytest.mark.parametrize("make", [lambda points, db: Tracker(points, "fencing"),
@@ -57,7 +69,9 @@ def test_a_late_request_lands_as_any_request_would_but_for_a_fenced_key():
     for tracker in (lookup, fencing, keyed):
         tracker.lookup("k")
         tracker.request(A, A.args, "k" if tracker is not fencing else "k2")
-        tracker.land(Delivery(A, dict(A.args), "k"))
+        wire = InFlight(Wire(tracker))  # the wire a dead process left the request on, as a restart finds it
+        wire.restore((Delivery(A, dict(A.args), "k"), points.passed + 1))  # to land after the last point
+        wire.finish()
     assert (len(lookup.records), len(fencing.records), len(keyed.records)) == (2, 1, 1)
     assert [e.detail["fenced"] for e in points.events if e.kind == "late"] == [False, True, False]
     assert points.passed == 3  # an `accepted` per request, and none within a landing
@@ -90,30 +104,29 @@ def test_a_checkpoint_that_counts_fenced_keys_is_checked_like_the_rest():
 def test_every_place_in_the_restart_is_a_scenario_of_its_own(triage):
     """For each death at `sent`, the request lands at the restart's points 1..N or after its N-th, N being
     the points of the restart it does not reach; up to where it lands, each restart retraces that one."""
-    variant, store = VARIANTS["agent-lookup"], memory_stores()
-    scenarios = list(swept("agent-lookup", triage).scenarios())
-    sent = [i for i, e in enumerate(run_scenario(variant, triage, (), store, LATE).points.points(1), start=1)
+    scenarios = list(late("agent-lookup", triage).scenarios())
+    sent = [i for i, e in enumerate(scenario("agent-lookup", triage, (), LATE).points.points(1), start=1)
             if e.label == "sent"]
     assert sent and sorted({s.crashes for s in scenarios}) == [(i,) for i in sent]
     for i in sent:
-        places = [s.choices[0] for s in scenarios if s.crashes == (i,)]
-        after = run_scenario(variant, triage, (i,), store, LATE, (places[-1],))
+        places = [s.choices[0][0] for s in scenarios if s.crashes == (i,)]
+        after = run_late("agent-lookup", triage, (i,), ((places[-1],),))
         assert places == list(range(1, after.passed(2) + 2))  # the last lands after the restart's last point
         for k in places[:-1]:
-            run = run_scenario(variant, triage, (i,), store, LATE, (k,))
+            run = run_late("agent-lookup", triage, (i,), ((k,),))
             assert run.trace(2)[:k] == after.trace(2)[:k], run.id
 
 
 def test_a_lookup_tracker_duplicates_exactly_when_the_request_lands_after_its_no(triage):
-    for s in swept("agent-lookup", triage).scenarios():
-        run = run_scenario(VARIANTS["agent-lookup"], triage, s.crashes, memory_stores(), LATE, s.choices)
+    for s in late("agent-lookup", triage).scenarios():
+        run = run_late("agent-lookup", triage, s.crashes, s.choices)
         told = [e.kind for e in run.points.events if e.kind in ("lookup", "late")]
         heard_no = next(e for e in run.points.events if e.kind == "lookup").detail["answer"] is None
         assert (s.outcome.extra == 1) == (told == ["lookup", "late"] and heard_no), s.id
 
 
 def test_the_agent_comes_through_against_the_keyed_and_the_fencing_trackers_and_not_the_lookup_one(triage):
-    rows = {slug: swept(slug, triage).tally for slug in AGENTS}
+    rows = {slug: late(slug, triage).tally for slug in AGENTS}
     for slug in ("agent-keyed", "agent-fencing"):
         assert rows[slug].scenarios > 0 and (rows[slug].dups, rows[slug].missing, rows[slug].wrong) == (0, 0, 0), slug
     assert rows["agent-lookup"].with_dups > 0 and rows["agent-keyless"].with_dups > 0
@@ -124,29 +137,30 @@ def test_the_agent_comes_through_against_the_keyed_and_the_fencing_trackers_and_
                                                   ("markers", True), ("keys-markers", False),
                                                   ("per-turn-keys", False)])
 def test_a_key_the_receiver_honours_absorbs_the_late_request(triage, slug, duplicates):
-    tally = swept(slug, triage).tally
+    tally = late(slug, triage).tally
     assert tally.scenarios > 0 and (tally.dups > 0) == duplicates and tally.missing == 0
 
 
 def test_a_fenced_late_request_is_refused_and_the_resend_carries_the_next_key(triage):
-    refused = [s for s in swept("agent-fencing", triage).scenarios()
+    refused = [s for s in late("agent-fencing", triage).scenarios()
                if any(e.kind == "late" and e.detail["fenced"] for e in
-                      run_scenario(VARIANTS["agent-fencing"], triage, s.crashes, memory_stores(), LATE,
-                                   s.choices).points.events)]
+                      run_late("agent-fencing", triage, s.crashes, s.choices).points.events)]
     assert refused
-    run = run_scenario(VARIANTS["agent-fencing"], triage, refused[0].crashes, memory_stores(), LATE, refused[0].choices)
+    run = run_late("agent-fencing", triage, refused[0].crashes, refused[0].choices)
     requests = [e.detail["key"] for e in run.points.events if e.kind in ("request", "late") and e.detail["call"] == "A"]
     assert len(set(requests)) == 2 and run.final.turns[0].fenced == {"A": 1}
 
 
-@dataclass(frozen=True)
-class SameKeyAgent(AgentVariant):
-    """The agent's loop resending under the key its lookup fenced."""
+def fencing_agent(slug: str, entry) -> Variant:
+    """The agent's loop against the fencing tracker, run as `entry`."""
+    return replace(VARIANTS["agent-fencing"], slug=slug, name=slug, entry=entry)
 
-    def loop(self, job, world, store, points):
-        loop = AgentVariant.loop(self, job, world, store, points)
-        loop.key = lambda call: key(loop.checkpoint.run, call.id)
-        return loop
+
+def same_key(run):
+    """The agent's loop resending under the key its lookup fenced."""
+    loop = AgentLoop(run, toolbox("fencing"), lambda: f"{run.job.run}.p{run.process}")
+    loop.key = lambda call: key(loop.checkpoint.run, call.id)
+    loop.run()
 
 
 class UnsavedFenceLoop(AgentLoop):
@@ -160,63 +174,84 @@ class UnsavedFenceLoop(AgentLoop):
         self.checkpoint = kept
 
 
-@dataclass(frozen=True)
-class UnsavedFenceAgent(AgentVariant):
-    def loop(self, job, world, store, points):
-        return UnsavedFenceLoop(job, world, store, points, toolbox(self.tracker_mode), lambda: f"{job.run}.p1")
+def unsaved_fence(run):
+    UnsavedFenceLoop(run, toolbox("fencing"), lambda: f"{run.job.run}.p1").run()
 
 
 def test_a_loop_that_resends_under_a_fenced_key_is_refused(triage):
-    with pytest.raises(Fenced):
-        run_scenario(SameKeyAgent("fencing"), triage, (9,), memory_stores(), LATE, (9,))
+    with runner() as run, pytest.raises(Fenced):
+        run.scenario(Setup(fencing_agent("same-key", same_key), triage, faults(LATE)), (9,), ((9,),))
 
 
 def test_a_loop_that_does_not_save_the_new_key_duplicates_when_a_restart_dies_after_the_resend(triage):
-    honest = sweep_variant(AGENTS["agent-fencing"], triage, memory_stores(), depth=2).row()
-    forgetful = sweep_variant(UnsavedFenceAgent("fencing"), triage, memory_stores(), depth=2).row()
+    honest = swept("agent-fencing", triage, depth=2).row()
+    forgetful = sweep(Setup(fencing_agent("unsaved-fence", unsaved_fence), triage), depth=2).row()
     assert (honest.dups, honest.missing) == (0, 0) and forgetful.dups > 0
 
 
 def test_without_late_requests_the_fencing_agent_fares_as_the_lookup_one(triage):
-    fencing, lookup = (sweep_variant(AGENTS[s], triage, memory_stores()).row() for s in ("agent-fencing", "agent-lookup"))
+    fencing, lookup = (swept(s, triage).row() for s in ("agent-fencing", "agent-lookup"))
     assert (fencing.dups, fencing.missing, fencing.asks) == (0, 0, 0)
     assert fencing.scenarios > lookup.scenarios and fencing.calls_plus == lookup.calls_plus  # a save more to crash at
 
 
 def test_explain_replays_each_scenario_the_sweep_counts(triage):
     for slug in ("keys-markers", "agent-lookup", "agent-fencing"):
-        scenarios = list(swept(slug, triage).scenarios())
-        baseline = run_scenario(VARIANTS[slug], triage, (), memory_stores()).world.model.calls
+        scenarios = list(late(slug, triage).scenarios())
         for s in scenarios[:: max(len(scenarios) // 20, 1)]:
-            run = find_scenario(s.id, triage, "late-delivery")
-            assert (run.id, run.outcome(triage, baseline)) == (s.id, s.outcome)
+            run, baseline = find_scenario(s.id, triage, VARIANTS)
+            assert (run.id, run.outcome(baseline)) == (s.id, s.outcome)
 
 
 @settings(max_examples=8, deadline=None)
 @given(jobs(max_calls=2, harder=True))
 def test_on_any_job_the_agent_comes_through_a_late_request_against_keyed_and_fencing_trackers(job):
     for slug in ("agent-keyed", "agent-fencing"):
-        tally = swept(slug, job).tally
+        tally = late(slug, job).tally
         assert (tally.dups, tally.missing, tally.wrong, tally.stuck) == (0, 0, 0, 0), slug
 
 
-def test_the_shared_sweep_refuses_a_late_delivery(triage):
-    with pytest.raises(ValueError, match="late_deliveries"):
-        sweep_variant(DESIGNS["keys"], triage, memory_stores(), faults=LATE)
-    with pytest.raises(ValueError, match="only crash"):
-        run_scenario(DESIGNS["keys"], triage, (9, 1), memory_stores(), LATE, (1, 1))
+def test_a_late_delivery_crashes_once_and_its_shared_sweep_is_the_replayed_one(triage):
+    """Where the request lands changes the restart from there on: a scenario crashes once, no more, and the
+    shared sweep, which restarts from what each death left, finds exactly what re-executing each finds."""
+    shared = swept("keys", triage, LATE, depth=2)
+    assert shared.row().by_depth == (shared.row().scenarios,) and all(len(s.crashes) == 1 for s in shared.scenarios())
+    assert results(shared) == results(swept("keys", triage, LATE, depth=2, share=False))
+    i = next(i for i, e in enumerate(shared.first.points.points(1), start=1) if e.label == "sent")
+    restart = run_late("keys", triage, (i,), ((1,),))
+    j = next(j for j, e in enumerate(restart.points.points(2), start=1) if e.label == "sent")  # a request in flight
+    with pytest.raises(ValueError):
+        run_late("keys", triage, (i, j), ((1,), (1,)))
+
+
+def test_every_scenario_is_what_re_executing_it_gives(triage):
+    """The oracle: the shared sweep's outcome of each scenario equals running it, the late request and all, anew."""
+    shared_is_re_executed(triage, ("keys-markers", "agent-lookup", "agent-fencing"), LATE)
 
 
 def test_sweep_and_explain_under_late_delivery(cli):
     code, out, err = cli("sweep", "--fault", "late-delivery", "--loop", "agent", "--format", "json")
     rows = {row["variant"]: row for row in json.loads(out)}
     assert code == 0 and rows["agent-lookup"]["dups"] > 0 and rows["agent-fencing"]["dups"] == 0
-    code, out, err = cli("explain", "agent-lookup:9~9", "--fault", "late-delivery")
+    assert rows["agent-lookup"]["faults"] == "late-delivery"
+    code, out, err = cli("explain", "agent-lookup+late-delivery:9~9")
     assert code == 0 and "LATE: the request of A" in out and "A ×2 (DUPLICATED)" in out
-    code, out, err = cli("explain", "agent-fencing:9~9", "--fault", "late-delivery")
+    code, out, err = cli("explain", "agent-fencing+late-delivery:9~9")
     assert code == 0 and "the tracker REFUSES it: a lookup fenced its key" in out and "duplicates:    none" in out
-    for bad, problem in (("agent-lookup:9", "every crash names the restart's point where the request in flight"),
-                         ("agent-lookup:8~1", "with no request in flight"), ("agent-lookup:9~999", "(~1 to ~"),
-                         ("agent-lookup:9~1:3~1", "crashes once"), ("agent-lookup:999~1", "no point 999")):
-        code, out, err = cli("explain", bad, "--fault", "late-delivery")
+    for bad, problem in (("agent-lookup+late-delivery:9", "under late-delivery every crash names the state its death"),
+                         ("agent-lookup+late-delivery:8~1", "point 8 leaves no state these faults choose from"),
+                         ("agent-lookup+late-delivery:9~999", "(~1 to ~"),
+                         ("agent-lookup+late-delivery:999~1", "no point 999")):
+        code, out, err = cli("explain", bad)
         assert (code, out) == (2, "") and problem in err, bad
+    # the restart's point 12 has a request in flight too, but the restart of a late delivery crashes no more
+    code, out, err = cli("explain", "agent-lookup+late-delivery:9~1:12~1")
+    assert (code, out) == (2, "") and re.search(r"crashes once|one crash", err), err
+
+
+def test_a_sweep_under_late_delivery_is_the_same_on_any_number_of_workers(cli):
+    args = ("sweep", "--fault", "late-delivery", "--variant", "keys,agent-lookup", "--depth", "1", "--format", "json")
+    code, one, err = cli(*args, "--workers", "1")
+    assert code == 0 and json.loads(one)[1]["dups"] > 0
+    code, out, err = cli(*args, "--workers", "2")
+    assert (code, out) == (0, one), err[-300:]

@@ -6,11 +6,25 @@ duplicates, then questions; clean if none), with that outcome's count from the f
 
 import json
 
+from crashlab.faults import registry
 from crashlab.report.matrix import OUTCOMES, column, matrix, worst
+
+from .helpers import faults
+
+#: `--fault all`'s columns for crashlab's own faults: each at each of its settings, in the order of their slugs.
+OWN = ["crash", "drifting-model ids", "drifting-model order", "expired-key", "late-delivery", "power-cut none",
+       "power-cut file", "power-cut full", "reused-run-id", "tracker-crash ack-first", "tracker-crash two-step",
+       "tracker-crash one-txn", "wrong-answer"]
+
+
+def every_column() -> list[str]:
+    """Every installed fault at each of its settings, in the order of their slugs: crashlab's own, and any plug-in's."""
+    return [f"{slug} {value}".strip() for slug, fault in registry().items()
+            for value in (fault.setting.choices if fault.setting else ("",))]
 
 
 def record(**counts):
-    row = {"variant": "v", "name": "V", "fault": "power-cut", "setting": "sync file", "scenarios": 5,
+    row = {"variant": "v", "name": "V", "faults": "power-cut file", "setting": "sync file", "scenarios": 5,
            "stuck": 0, "missing": 0, "dups": 0, "asks": 0}
     return {**row, **counts}
 
@@ -26,10 +40,13 @@ def test_a_cell_is_the_worst_outcome_its_row_counts_with_that_count():
 
 
 def test_columns_name_the_setting_only_where_the_fault_has_one():
-    assert column(record()) == "power-cut file"
-    assert column(record(fault="drifting-model", setting="drift order")) == "drifting-model order"
-    assert column(record(fault="expired-key", setting="downtime 1 h or 48 h")) == "expired-key"
-    columns, rows = matrix([record(), record(variant="w", name="W", dups=1), record(fault="crash", setting="")])
+    assert faults("power-cut=file").name == "power-cut file" == column(record())
+    assert faults("drifting-model=order").name == "drifting-model order"
+    assert (faults("expired-key").name, faults("wrong-answer").name, faults().name) == (
+        "expired-key", "wrong-answer", "crash")
+    assert faults("tracker-crash=two-step", "power-cut=file").name == "power-cut file + tracker-crash two-step"
+    assert column(record(faults="drifting-model order", setting="drift order")) == "drifting-model order"
+    columns, rows = matrix([record(), record(variant="w", name="W", dups=1), record(faults="crash", setting="")])
     assert columns == ["power-cut file", "crash"]
     assert [r["variant"] for r in rows] == ["v", "w"] and rows[1]["power-cut file"] == {"outcome": "dups", "count": 1}
 
@@ -39,21 +56,25 @@ def test_sweep_fault_all_sweeps_every_setting_and_writes_the_matrix(cli, tmp_pat
     code, text, err = cli("sweep", "--fault", "all", "--variant", "keys-markers,agent-keyed", "--depth", "1",
                           "--format", "json", "--out", str(out))
     data = json.loads(text)
-    assert code == 0 and "swept power-cut (sync none)" in err and f"to {out}/" in err
-    faults = [(r["fault"], r["setting"]) for r in data["faults"] if r["variant"] == "agent-keyed"]
-    assert len(faults) == 13 and ("drifting-model", "drift order") in faults and ("power-cut", "sync full") in faults
+    assert code == 0 and "swept power-cut none: " in err and f"to {out}/" in err
+    swept = [(r["faults"], r["setting"]) for r in data["faults"] if r["variant"] == "agent-keyed"]
+    assert [name for name, _ in swept] == every_column() and [c for c in every_column() if c in OWN] == OWN
+    assert ("drifting-model order", "drift order") in swept and ("power-cut full", "sync full") in swept
     rows = {r["variant"]: r for r in data["matrix"]}
     assert rows["keys-markers"]["reused-run-id"]["outcome"] == "missing"
     assert rows["agent-keyed"]["power-cut full"] == {"outcome": "clean", "count": 0}
     assert rows["agent-keyed"]["wrong-answer"]["outcome"] == "no scenario"
-    assert json.loads((out / "matrix.json").read_text())["rows"] == data["matrix"]
+    assert json.loads((out / "matrix.json").read_text()) == {"columns": every_column(), "rows": data["matrix"]}
     assert (out / "matrix.png").read_bytes().startswith(b"\x89PNG") and "## the worst outcome" in (
         out / "tables.md").read_text()
 
 
 def test_sweep_fault_all_refuses_what_only_one_fault_takes(cli):
-    for args, problem in ((["--list", "dups"], "give --fault SLUG"), (["--sync", "file"], "it needs --fault power-cut"),
-                          (["--drift", "ids"], "it needs --fault drifting-model"), (["--kill"], "it takes no --kill")):
+    for args, problem in ((["--list", "dups"], "--list and --check take one fault"),
+                          (["--check", "results/book.txt"], "--list and --check take one fault"),
+                          (["--sync", "file"], "it takes no other --fault, and no setting"),
+                          (["--drift", "ids"], "it takes no other --fault, and no setting"),
+                          (["--kill"], "needs world-in-memory, which the forked runner (--kill) does not offer")):
         code, out, err = cli("sweep", "--fault", "all", *args)
         assert (code, out) == (2, "") and problem in err, args
 

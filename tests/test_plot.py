@@ -7,12 +7,13 @@ import pytest
 
 pytest.importorskip("matplotlib")
 
-from crashlab.engine.sweep import Outcome, memory_stores, sweep_variant  # noqa: E402
-from crashlab.job import load_job  # noqa: E402
-from crashlab.loops.designs import DESIGNS  # noqa: E402
-from crashlab.report import plot  # noqa: E402
+from crashlab.check.outcome import Outcome
+from crashlab.job import load_job
+from crashlab.loops.designs import DESIGNS
+from crashlab.report import plot
 
-from .conftest import SCENARIOS  # noqa: E402
+from .conftest import SCENARIOS
+from .helpers import swept
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -28,7 +29,7 @@ def png_size(path: Path) -> tuple[int, int]:
 
 @pytest.mark.filterwarnings("error")  # matplotlib warns when labels leave the layout no room
 def test_the_triage_sweep_of_all_five_designs_draws_one_png_of_the_documented_size(tmp_path, triage):
-    sweeps = [sweep_variant(design, triage, memory_stores()) for design in DESIGNS.values()]
+    sweeps = [swept(slug, triage) for slug in DESIGNS]
     out = plot.draw(sweeps, tmp_path / "results" / "sweep.png", title="triage")
     assert out == tmp_path / "results" / "sweep.png"  # parent directories are created
     assert out.stat().st_size > 10_000
@@ -38,7 +39,7 @@ def test_the_triage_sweep_of_all_five_designs_draws_one_png_of_the_documented_si
 @pytest.mark.filterwarnings("error")
 def test_a_single_design_on_a_read_only_job_draws_too(tmp_path):
     """Nothing duplicates and nobody is asked: every heatmap cell is zero, and that still renders."""
-    sweep = sweep_variant(DESIGNS["per-turn"], load_job(SCENARIOS / "read-only.yaml"), memory_stores())
+    sweep = swept("per-turn", load_job(SCENARIOS / "read-only.yaml"))
     out = plot.draw([sweep], str(tmp_path / "read-only.png"))
     assert isinstance(out, Path)
     assert png_size(out) == (plot.WIDTH, plot.HEIGHT)
@@ -49,7 +50,7 @@ def test_drawing_leaves_no_pyplot_figure_behind(tmp_path, triage):
     import matplotlib.pyplot as plt
 
     before = plt.get_fignums()
-    plot.draw([sweep_variant(DESIGNS["keys"], triage, memory_stores())], tmp_path / "keys.png")
+    plot.draw([swept("keys", triage)], tmp_path / "keys.png")
     assert plt.get_fignums() == before
 
 

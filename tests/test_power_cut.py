@@ -7,6 +7,7 @@ disk, or leave an empty or torn file: a restart cannot read that, and is stuck, 
 
 import json
 import os
+from dataclasses import replace
 
 import pytest
 from hypothesis import given, settings
@@ -15,13 +16,15 @@ from crashlab.durable.checkpoint import Checkpoint
 from crashlab.durable.disk import Disk
 from crashlab.durable.store import FileStore, MemoryStore
 from crashlab.engine.points import Recorder
-from crashlab.engine.sweep import AGENTS, VARIANTS, Faults, memory_stores, run_scenario, sweep_variant
-from crashlab.faults import power_cuts
+from crashlab.loops import FAMILIES, VARIANTS
 
+from .helpers import scenario, swept
 from .oracle import shared_is_re_executed
 from .strategies import jobs
 
-CUT = Faults(power_cut=True)
+#: Every variant that runs in this process, each crash an exception: the runner that models the page cache.
+IN_PROCESS = [slug for slug, v in VARIANTS.items() if "in-process" in v.runners]
+AGENTS = list(FAMILIES["agent"])
 
 
 def saved(disk: Disk, *versions: bytes) -> Disk:
@@ -75,12 +78,13 @@ def test_a_restored_store_holds_exactly_what_it_was_given(tmp_path):
     assert store.read() is None and store.files() == ()
 
 
-@pytest.mark.parametrize("slug", VARIANTS)
+@pytest.mark.parametrize("slug", IN_PROCESS)
 def test_with_full_syncs_a_power_cut_is_a_process_crash(triage, slug):
-    cut = sweep_variant(VARIANTS[slug], triage, memory_stores("full"), faults=CUT)
-    crash = sweep_variant(VARIANTS[slug], triage, memory_stores("full"))
-    assert cut.row() == crash.row()
-    assert all(s.choices == (1,) * len(s.crashes) for s in cut.scenarios())
+    cut = swept(slug, triage, "power-cut=full")
+    crash = swept(slug, triage)
+    assert (cut.row().faults, cut.row().setting) == ("power-cut full", "sync full")
+    assert replace(cut.row(), faults="crash", setting="") == crash.row()
+    assert all(s.choices == ((1,),) * len(s.crashes) for s in cut.scenarios())
 
 
 @pytest.mark.parametrize("sync, depth", [("file", 1), ("none", 1),
@@ -88,29 +92,26 @@ def test_with_full_syncs_a_power_cut_is_a_process_crash(triage, slug):
                                          pytest.param("none", 2, marks=pytest.mark.slow)])
 def test_every_power_cut_scenario_is_what_re_executing_it_gives(triage, sync, depth):
     """The oracle: the shared sweep's outcome of each scenario equals running that scenario from nothing."""
-    shared_is_re_executed(triage, ("markers", "agent-keyed"), CUT, memory_stores(sync), depth, sample=200)
+    shared_is_re_executed(triage, ("markers", "agent-keyed"), f"power-cut={sync}", depth=depth, sample=200)
 
 
 def test_a_lost_first_save_takes_the_run_id_and_so_the_keys_with_it(triage):
     """Under --sync file the agent's first checkpoint (which holds its run ID) can vanish: fresh keys, duplicates."""
-    store = memory_stores("file")
-    dups = [s for s in sweep_variant(AGENTS["agent-keyed"], triage, store, depth=1, faults=CUT).scenarios()
-            if s.outcome.extra]
+    dups = [s for s in swept("agent-keyed", triage, "power-cut=file", depth=1).scenarios() if s.outcome.extra]
     assert dups
     for s in dups:
-        run = run_scenario(AGENTS["agent-keyed"], triage, s.crashes, store, CUT, s.choices)
+        run = scenario("agent-keyed", triage, s.crashes, "power-cut=file", choices=s.choices)
         assert run.left == ("the power cut left no checkpoint file",)
         keys = [e.detail["key"] for e in run.points.events if e.kind == "request" and e.detail["call"] == "A"]
         assert len(set(keys)) == len(keys) > 1
 
 
 def test_an_empty_or_torn_checkpoint_is_stuck_and_the_restart_does_nothing(triage):
-    store = memory_stores("none")
-    swept = sweep_variant(VARIANTS["keys-markers"], triage, store, depth=1, faults=CUT)
-    stuck = [s for s in swept.scenarios() if s.outcome.stuck]
-    assert stuck and swept.row().stuck == len(stuck)
+    cut = swept("keys-markers", triage, "power-cut=none", depth=1)
+    stuck = [s for s in cut.scenarios() if s.outcome.stuck]
+    assert stuck and cut.row().stuck == len(stuck)
     for s in stuck:
-        run = run_scenario(VARIANTS["keys-markers"], triage, s.crashes, store, CUT, s.choices)
+        run = scenario("keys-markers", triage, s.crashes, "power-cut=none", choices=s.choices)
         restart = [e for e in run.points.events if e.process == 2]
         assert run.stuck and [e.kind for e in restart] == ["load"]
         assert run.left[0].endswith(("empty: its data never reached the disk",
@@ -121,10 +122,10 @@ def test_an_empty_or_torn_checkpoint_is_stuck_and_the_restart_does_nothing(triag
 @settings(max_examples=10, deadline=None)
 @given(jobs())
 def test_on_any_job_the_agent_comes_through_a_power_cut_under_full_syncs(job):
-    for slug, agent in AGENTS.items():
-        if agent.refuses(job) is None:
-            row = power_cuts(agent, job, memory_stores("full"), "full").record()
-            assert (row["dups"], row["missing"], row["stuck"], row["wrong"]) == (0, 0, 0, 0), slug
+    for slug in AGENTS:
+        if VARIANTS[slug].refuses(job) is None:
+            row = swept(slug, job, "power-cut=full").row()
+            assert (row.dups, row.missing, row.stuck, row.wrong) == (0, 0, 0, 0), slug
 
 
 def test_sweep_fault_power_cut_names_its_syncs_and_refuses_them_elsewhere(cli):
@@ -133,23 +134,33 @@ def test_sweep_fault_power_cut_names_its_syncs_and_refuses_them_elsewhere(cli):
     rows = {row["variant"]: row for row in json.loads(out)}
     assert code == 0 and rows["keys-markers"]["dups"] == 0 and rows["agent-keyed"]["dups"] > 0
     assert rows["agent-keyed"]["setting"] == "sync file" and rows["agent-keyed"]["stuck"] == 0
-    for args in (["sweep", "--sync", "full"], ["sweep", "--fault", "wrong-answer", "--sync", "file"],
-                 ["explain", "keys:3", "--sync", "full"]):
+    assert rows["agent-keyed"]["faults"] == "power-cut file"
+    code, replayed, _ = cli("sweep", "--fault", "power-cut", "--sync", "file", "--variant", "keys-markers,agent-keyed",
+                            "--depth", "1", "--format", "json", "--no-share")
+    assert (code, replayed) == (0, out)  # re-executing every scenario finds the shared sweep's rows
+    for args in (["sweep", "--sync", "full"], ["sweep", "--fault", "wrong-answer", "--sync", "file"]):
         code, out, err = cli(*args)
-        assert (code, out) == (2, "") and "it needs --fault power-cut" in err, args
+        assert (code, out) == (2, "") and "--sync is the power-cut fault's setting: it needs --fault power-cut" in err
+    code, out, err = cli("explain", "keys:3", "--sync", "full")  # the ID names the faults and their settings
+    assert (code, out) == (2, "") and "No such option '--sync'" in err
     code, out, err = cli("sweep", "--fault", "power-cut", "--sync", "sometimes")
     assert code == 2 and "'sometimes' is not one of 'none', 'file', 'full'" in err
+    code, out, err = cli("explain", "keys+power-cut=sometimes:3~1")
+    assert (code, out) == (2, "") and "--sync 'sometimes' is not one of none, file, full" in err
 
 
 def test_explain_tells_what_the_power_cut_left_on_the_disk(cli):
-    code, out, err = cli("explain", "agent-keyed:9~4", "--fault", "power-cut", "--sync", "file")
+    code, out, err = cli("explain", "agent-keyed+power-cut=file:9~4")
     assert code == 0 and "the power cut left no checkpoint file" in out and "DUPLICATED" in out
-    code, out, err = cli("explain", "keys-markers:2~3", "--fault", "power-cut")
-    assert code == 0 and "torn: half its data reached the disk" in out and "STUCK" in out
-    for bad, problem in (("keys:3", "every crash names the disk state"), ("keys:3~0", "counted from 1"),
-                         ("keys:3~9", "leaves 4 disk states (~1 to ~4) under --sync none"),
-                         ("keys:3~1:2", "every crash names the disk state"), ("keys:3~1:999~1", "no point 999")):
-        code, out, err = cli("explain", bad, "--fault", "power-cut")
+    code, out, err = cli("explain", "keys-markers+power-cut:2~3")  # --sync none, the fault's default
+    assert code == 0 and out.startswith("scenario keys-markers+power-cut=none:2~3:")
+    assert "torn: half its data reached the disk" in out and "STUCK" in out
+    every = "under power-cut every crash names the state its death left"
+    for bad, problem in (("keys+power-cut:3", every), ("keys+power-cut:3~0", "counted from 1"),
+                         ("keys+power-cut:3~9",
+                          "keys+power-cut=none:3~9: the death at process 1's point 3 leaves 4 states (~1, ~2, ~3, ~4)"),
+                         ("keys+power-cut:3~1:2", every), ("keys+power-cut:3~1:999~1", "no point 999")):
+        code, out, err = cli("explain", bad)
         assert (code, out) == (2, "") and problem in err, bad
     code, out, err = cli("explain", "keys:3~1:2~1")
-    assert code == 2 and "use --fault power-cut" in err
+    assert code == 2 and "~S names the state a death left under a fault that leaves several" in err

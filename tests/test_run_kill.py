@@ -15,10 +15,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from crashlab.engine.sweep import AGENTS, memory_stores, run_scenario
 from crashlab.job import load_job
 
 from .conftest import ROOT, SCENARIOS
+from .helpers import scenario
 from .test_run import calls, crashlab
 
 pytestmark = pytest.mark.slow
@@ -37,7 +37,7 @@ def finish(run_dir, job_file, *extra, limit=5):
 @pytest.mark.parametrize("name", ["triage", "approval", "server-dies"])
 def test_a_kill_at_every_crash_point_leaves_every_effect_exactly_once(tmp_path, name):
     job_file = str(SCENARIOS / f"{name}.yaml")
-    sweep_labels = [e.label for e in run_scenario(AGENTS["agent-keyed"], load_job(job_file), (), memory_stores()).points.points(1)]
+    sweep_labels = [e.label for e in scenario("agent-keyed", load_job(job_file), ()).points.points(1)]
 
     whole = crashlab("run", job_file, "--dir", str(tmp_path / "whole"), "--person", "auto")
     assert [line.split()[2] for line in whole.stderr.splitlines() if line.startswith("point ")] == sweep_labels
@@ -50,7 +50,8 @@ def test_a_kill_at_every_crash_point_leaves_every_effect_exactly_once(tmp_path, 
         return calls(finish(run_dir, job_file))
 
     with ThreadPoolExecutor(max_workers=2) as pool:
-        outcomes = dict(zip(range(1, len(sweep_labels) + 1), pool.map(kill_then_finish, range(1, len(sweep_labels) + 1))))
+        points = range(1, len(sweep_labels) + 1)
+        outcomes = dict(zip(points, pool.map(kill_then_finish, points), strict=True))
     assert {n: held for n, held in outcomes.items() if held != ["A", "B", "C"]} == {}
 
 

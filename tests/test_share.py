@@ -5,21 +5,29 @@ the oracle. The shared sweep snapshots the durable state where each crash would 
 restart per distinct state. Scenario by scenario, with hits, saves and labels, the two must agree.
 """
 
+from dataclasses import replace
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from crashlab.engine.sweep import AGENTS, VARIANTS, Tally, memory_stores, stores, sweep_variant
+from crashlab.engine.scenario import Setup
+from crashlab.engine.sweep import sweep, sweep_all
+from crashlab.engine.tree import Tally
 from crashlab.job import find_job
+from crashlab.loops import FAMILIES, VARIANTS
 from crashlab.loops.designs import DESIGNS
 
+from .helpers import swept
 from .strategies import jobs
 
+#: Every variant that runs in this process, each crash an exception: the loops sharing is for.
+IN_PROCESS = [slug for slug, v in VARIANTS.items() if "in-process" in v.runners]
+AGENTS = list(FAMILIES["agent"])
 
-def both(variant, job, depth=2, store=None):
-    shared = sweep_variant(variant, job, store or memory_stores(), depth=depth)
-    replayed = sweep_variant(variant, job, store or memory_stores(), depth=depth, share=False)
-    return shared, replayed
+
+def both(slug, job, depth=2, store="memory"):
+    return swept(slug, job, depth=depth, store=store), swept(slug, job, depth=depth, store=store, share=False)
 
 
 def assert_equal(shared, replayed):
@@ -28,46 +36,45 @@ def assert_equal(shared, replayed):
     assert shared.tally == replayed.tally
 
 
-@pytest.mark.parametrize("slug", VARIANTS)
+@pytest.mark.parametrize("slug", IN_PROCESS)
 def test_the_shared_sweep_of_triage_is_the_replayed_one_scenario_by_scenario(triage, slug):
-    assert_equal(*both(VARIANTS[slug], triage))
+    assert_equal(*both(slug, triage))
 
 
 @pytest.mark.parametrize("kind", ["memory", "files"])
 def test_sharing_agrees_on_both_stores(kind):
-    with stores(kind) as store:
-        for variant in (DESIGNS["keys-markers"], AGENTS["agent-keyless"]):
-            assert_equal(*both(variant, find_job("read-only"), store=store))
+    for slug in ("keys-markers", "agent-keyless"):
+        assert_equal(*both(slug, find_job("read-only"), store=kind))
 
 
 @given(jobs(max_turns=2, max_calls=2), st.sampled_from(list(DESIGNS)), st.integers(1, 2))
 def test_on_any_job_a_design_shares_without_changing_a_count(job, slug, depth):
-    assert_equal(*both(DESIGNS[slug], job, depth))
+    assert_equal(*both(slug, job, depth))
 
 
-@given(jobs(max_turns=2, max_calls=2, harder=True), st.sampled_from(list(AGENTS)), st.integers(1, 2))
+@given(jobs(max_turns=2, max_calls=2, harder=True), st.sampled_from(AGENTS), st.integers(1, 2))
 def test_on_any_harder_job_the_agent_shares_without_changing_a_count(job, slug, depth):
-    assert_equal(*both(AGENTS[slug], job, depth))
+    assert_equal(*both(slug, job, depth))
 
 
 @pytest.mark.slow
 @given(jobs(max_turns=1, max_calls=2), st.sampled_from(list(DESIGNS)))
 def test_on_any_job_a_design_shares_at_depth_three_without_changing_a_count(job, slug):
-    assert_equal(*both(DESIGNS[slug], job, 3))
+    assert_equal(*both(slug, job, 3))
 
 
 @pytest.mark.slow
-@given(jobs(max_turns=1, max_calls=2, harder=True), st.sampled_from(list(AGENTS)))
+@given(jobs(max_turns=1, max_calls=2, harder=True), st.sampled_from(AGENTS))
 def test_on_any_harder_job_the_agent_shares_at_depth_three_without_changing_a_count(job, slug):
-    assert_equal(*both(AGENTS[slug], job, 3))
+    assert_equal(*both(slug, job, 3))
 
 
 def test_the_row_is_the_sum_of_the_scenarios_it_counts(triage):
     """The tree's running sums (what a deep sweep keeps) add up to the scenarios, one by one."""
-    sweep = sweep_variant(DESIGNS["after-reply"], triage, memory_stores(), depth=3)
+    sweep = swept("after-reply", triage, depth=3)
     total, by_depth = Tally(), [0, 0, 0]
     for s in sweep.scenarios():
-        total += Tally.of(s.outcome, s.hits, s.saves)
+        total += Tally.one(s.outcome, s.hits, s.saves)
         by_depth[len(s.crashes) - 1] += 1
     assert total.hits == sweep.tally.hits and total.saves == sweep.tally.saves
     assert (total.dups, total.with_dups, total.calls_plus) == (sweep.tally.dups, sweep.tally.with_dups, sweep.tally.calls_plus)
@@ -76,39 +83,33 @@ def test_the_row_is_the_sum_of_the_scenarios_it_counts(triage):
 
 def test_each_distinct_state_is_run_once(triage):
     """The memo runs one restart per distinct (state, process): `distinct` is the work, not a guess."""
-    variant, started = DESIGNS["keys-markers"], []
+    variant, started = VARIANTS["keys-markers"], []
 
-    class Counting:
-        slug, name, tracker_mode, desk = variant.slug, variant.name, variant.tracker_mode, variant.desk
-        refuses = staticmethod(variant.refuses)
+    def counting(run):
+        started.append(run.process)
+        variant.entry(run)
 
-        def loop(self, *args):
-            started.append(args)
-            return variant.loop(*args)
-
-    row = sweep_variant(Counting(), triage, memory_stores()).row()
+    row = sweep(Setup(replace(variant, entry=counting), triage)).row()
     assert len(started) == 2 + row.distinct  # the uninterrupted run twice, then each distinct state once
     assert row.distinct < row.scenarios / 10
 
 
 def test_the_five_designs_have_the_counted_scenarios_at_every_depth(triage):
     """3,715 at depth 2, 58,695 at depth 3, 763,997 at depth 4: the figures of an independent simulator."""
-    totals = [sum(sweep_variant(d, triage, memory_stores(), depth=k).row().scenarios for d in DESIGNS.values())
-              for k in (2, 3, 4)]
+    totals = [sum(swept(slug, triage, depth=k).row().scenarios for slug in DESIGNS) for k in (2, 3, 4)]
     assert totals == [3715, 58695, 763997]
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("slug", VARIANTS)
+@pytest.mark.parametrize("slug", IN_PROCESS)
 def test_the_shared_sweep_of_triage_at_depth_three_is_the_replayed_one(triage, slug):
-    assert_equal(*both(VARIANTS[slug], triage, depth=3))
+    assert_equal(*both(slug, triage, depth=3))
 
 
 @pytest.mark.parametrize("share", [True, False])
 def test_any_number_of_workers_gives_the_same_sweep(share):
-    from crashlab.engine.parallel import sweep_all
-
-    job, variants = find_job("read-only"), [DESIGNS["after-reply"], AGENTS["agent-keyless"]]
-    one, two = (sweep_all(variants, job, "memory", 3 if share else 2, share, workers) for workers in (1, 2))
-    for a, b in zip(one, two):
+    job = find_job("read-only")
+    setups = [Setup(VARIANTS["after-reply"], job), Setup(VARIANTS["agent-keyless"], job)]
+    one, two = (sweep_all(setups, depth=3 if share else 2, share=share, workers=workers) for workers in (1, 2))
+    for a, b in zip(one, two, strict=True):
         assert_equal(a, b)

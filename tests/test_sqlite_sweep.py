@@ -1,7 +1,7 @@
 """The agent's loop cannot tell the SQLite world from the in-memory one: same events, same table.
 
-Each scenario of the sweep gets a fresh database file (on /dev/shm when there is one), and the sweep
-engine builds its worlds there instead of in memory. Nothing else changes.
+Each scenario of the sweep gets a fresh database file (on /dev/shm when there is one), and the in-process
+runner builds its worlds there instead of in memory. Nothing else changes.
 """
 
 import itertools
@@ -11,18 +11,18 @@ from pathlib import Path
 
 import pytest
 
-from crashlab.engine import sweep
-from crashlab.engine.sweep import AGENTS, memory_stores, run_scenario, sweep_variant
 from crashlab.job import load_job
-from crashlab.world import TRACKER_MODES
+from crashlab.runners import inprocess
+from crashlab.world import TRACKER_MODES, Parts
 from crashlab.world.sqlite import Database, open_world
 
 from .conftest import SCENARIOS
+from .helpers import scenario, swept
 
 
 @pytest.fixture
 def sqlite_worlds(monkeypatch):
-    """Make the sweep engine build every scenario's world in a fresh database file; undo it after."""
+    """Make the in-process runner build every scenario's world in a fresh database file; undo it after."""
     shm = Path("/dev/shm")
     root = Path(tempfile.mkdtemp(prefix="crashlab-test-", dir=shm if shm.is_dir() else None))
     numbers = itertools.count()
@@ -30,13 +30,14 @@ def sqlite_worlds(monkeypatch):
 
     class SqliteWorlds:
         @staticmethod
-        def new(job, points, tracker_mode="keyed", desk="remembers", wrong_at=0, drift="", commit="", late=False):
-            assert (desk, wrong_at, drift, commit, late) == ("remembers", 0, "", "", False)  # as a database keeps them
+        def new(job, points, tracker_mode="keyed", approves=True, desk="remembers", parts=None):
+            assert (approves, desk, parts) == (True, "remembers", Parts())  # no fault's parts: as a database keeps them
             opened.append(Database(root / f"{next(numbers)}.sqlite"))
             return open_world(opened[-1], job, points, tracker_mode)
 
-    def install() -> None:
-        monkeypatch.setattr(sweep, "World", SqliteWorlds)
+    def install() -> list[Database]:
+        monkeypatch.setattr(inprocess, "World", SqliteWorlds)
+        return opened  # the databases made so far: the runner did build its worlds there
 
     yield install
     monkeypatch.undo()
@@ -62,20 +63,22 @@ SINGLE = [
 
 @pytest.mark.parametrize(("name", "mode"), SINGLE)
 def test_every_single_crash_tells_the_same_story_on_both_worlds(sqlite_worlds, name, mode):
-    job, agent = load_job(SCENARIOS / f"{name}.yaml"), AGENTS[f"agent-{mode}"]
-    n = run_scenario(agent, job, (), memory_stores()).passed(1)
-    in_memory = [story(run_scenario(agent, job, crashes, memory_stores())) for crashes in [(), *((i,) for i in range(1, n + 1))]]
-    sqlite_worlds()
-    on_disk = [story(run_scenario(agent, job, crashes, memory_stores())) for crashes in [(), *((i,) for i in range(1, n + 1))]]
+    job, agent = load_job(SCENARIOS / f"{name}.yaml"), f"agent-{mode}"
+    n = scenario(agent, job, ()).passed(1)
+    in_memory = [story(scenario(agent, job, crashes)) for crashes in [(), *((i,) for i in range(1, n + 1))]]
+    databases = sqlite_worlds()
+    on_disk = [story(scenario(agent, job, crashes)) for crashes in [(), *((i,) for i in range(1, n + 1))]]
+    assert len(databases) == n + 1  # one database per scenario
     assert on_disk == in_memory
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("mode", TRACKER_MODES)
 def test_the_whole_agent_sweep_of_triage_gives_the_same_rows_on_both_worlds(sqlite_worlds, mode):
-    job, agent = load_job(SCENARIOS / "triage.yaml"), AGENTS[f"agent-{mode}"]
-    in_memory = sweep_variant(agent, job, memory_stores())
-    sqlite_worlds()
-    on_disk = sweep_variant(agent, job, memory_stores(), share=False)  # re-executed: every process on its database
+    job, agent = load_job(SCENARIOS / "triage.yaml"), f"agent-{mode}"
+    in_memory = swept(agent, job)
+    databases = sqlite_worlds()
+    on_disk = swept(agent, job, share=False)  # re-executed: every process on its database
+    assert len(databases) >= on_disk.row().scenarios  # one database per scenario run, at least
     assert on_disk.row() == in_memory.row()
     assert list(on_disk.scenarios()) == list(in_memory.scenarios())  # every scenario's outcome, not only the sums

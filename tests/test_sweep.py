@@ -5,48 +5,45 @@ from dataclasses import astuple
 import pytest
 from hypothesis import given
 
-from crashlab.engine.sweep import file_stores, memory_stores, sweep_variant
 from crashlab.job import load_job
 from crashlab.loops.designs import DESIGNS
-from crashlab.report import tables as report
+from crashlab.report.golden import compare, read_golden
 
 from .conftest import ROOT, SCENARIOS
+from .helpers import swept
 from .strategies import jobs
 
 
-def table(job, stores):
-    return [sweep_variant(design, job, stores).row() for design in DESIGNS.values()]
+def table(job, store="memory"):
+    return [swept(slug, job, store=store).row() for slug in DESIGNS]
 
 
 @pytest.fixture(scope="module")
 def book_rows():
-    return table(load_job(SCENARIOS / "triage.yaml"), memory_stores())
+    return table(load_job(SCENARIOS / "triage.yaml"))
 
 
 def test_the_triage_sweep_reproduces_the_published_table(book_rows):
     """The chapter's TestCrashSweep: every one of the 35 cells, against the golden file."""
-    assert report.compare(book_rows, report.read_golden(ROOT / "results" / "book.txt")) == []
+    assert compare(book_rows, read_golden(ROOT / "results" / "book.txt")) == []
     assert len(book_rows) == 5
 
 
 @pytest.mark.slow
 def test_the_file_store_gives_the_identical_table(book_rows):
-    with file_stores() as stores:
-        assert [astuple(r) for r in table(load_job(SCENARIOS / "triage.yaml"), stores)] == [
-            astuple(r) for r in book_rows
-        ]
+    assert [astuple(r) for r in table(load_job(SCENARIOS / "triage.yaml"), "files")] == [astuple(r) for r in book_rows]
 
 
 def test_the_golden_check_names_a_differing_cell(tmp_path, book_rows):
     golden = (ROOT / "results" / "book.txt").read_text().replace("|  669 |", "|  670 |")
     (tmp_path / "book.txt").write_text(golden)
-    assert report.compare(book_rows, report.read_golden(tmp_path / "book.txt")) == [
+    assert compare(book_rows, read_golden(tmp_path / "book.txt")) == [
         "+ attempt markers, no keys / asks: golden 670, swept 669"
     ]
 
 
 def check_invariants(job):
-    rows = {row.variant: row for row in table(job, memory_stores())}
+    rows = {row.variant: row for row in table(job)}
     for slug in ("keys", "markers", "keys-markers"):
         assert rows[slug].dups == rows[slug].with_dups == 0, slug
     assert rows["keys-markers"].asks == 0

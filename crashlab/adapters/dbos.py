@@ -14,14 +14,12 @@ returned to the workflow. Only this module imports DBOS.
 
 from __future__ import annotations
 
-from functools import partial
 from typing import Any
 
 from dbos import DBOS, SetWorkflowID
 
 import crashlab
-from crashlab.api import Entry, Run, Sweep, sweep
-from crashlab.job import Job
+from crashlab.engine.run import Run
 
 WORKFLOW = "triage-workflow"
 
@@ -53,29 +51,15 @@ def job_workflow() -> dict[str, Any]:
     return results
 
 
-def agent(job: Job, keyed: bool, run: Run) -> None:
+def entry(slug: str, run: Run) -> None:
     """One process: launch DBOS over the run's database; start the workflow, or wait for its recovery."""
-    _now.update(job=job, keyed=keyed, run=run)
+    assert run.directory is not None, "DBOS runs only forked, in a run directory"
+    _now.update(job=run.job, keyed=slug == "dbos-keyed", run=run)
     DBOS(config={"name": "crashlab", "system_database_url": f"sqlite:///{run.directory / 'dbos.sqlite'}",
-                 "run_admin_server": False, "log_level": "ERROR"})
+                 "run_admin_server": False, "log_level": "ERROR"})  # type: ignore[typeddict-unknown-key]
     DBOS.launch()  # recovers a pending workflow in the background, as after any crash
     if DBOS.get_workflow_status(WORKFLOW) is None:
         with SetWorkflowID(WORKFLOW):
             DBOS.start_workflow(job_workflow).get_result()
     else:
         DBOS.retrieve_workflow(WORKFLOW).get_result(polling_interval_sec=0.01)
-
-
-#: The rows: the workflow as a user writes it, and the same with keys from DBOS's own IDs.
-VARIANTS = {"dbos-plain": "DBOS workflow, plain steps", "dbos-keyed": "DBOS workflow, keyed steps"}
-
-
-def entry(job: Job, slug: str) -> Entry:
-    """The entry point of variant `slug`: one process of the workflow's application."""
-    return partial(agent, job, slug == "dbos-keyed")
-
-
-def sweep_variants(job: Job, depth: int = 1, repeat: int = 1, workers: int = 1) -> list[Sweep]:
-    effects = [call.id for call in job.changing_calls]
-    return [sweep(entry(job, slug), effects, name=slug, depth=depth, repeat=repeat, workers=workers)
-            for slug in VARIANTS]

@@ -4,7 +4,7 @@ The agent is what a LangGraph user writes: `create_react_agent` with a chat mode
 and a file-backed `SqliteSaver`. The model is scripted (a `BaseChatModel` whose reply is the job's
 turn k when the conversation holds k model messages, with the job's call IDs as tool-call IDs, and
 ``$A`` resolved from A's tool message), so it runs offline and repeats itself. The tools talk to
-`crashlab.api`'s tracker; the keyed variant sends a key made of LangGraph's own durable IDs, the
+the tracker of `run.tracker`; the keyed variant sends a key made of LangGraph's own durable IDs, the
 thread ID and the tool-call ID.
 
 Crash points, besides the tracker's own ``accepted``: before and after the model's reply, and
@@ -20,18 +20,18 @@ from __future__ import annotations
 
 import sqlite3
 from dataclasses import dataclass
-from functools import partial
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import InjectedToolCallId, tool
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.prebuilt import create_react_agent
 
 import crashlab
-from crashlab.api import Entry, Run, Sweep, sweep
+from crashlab.engine.run import Run
 from crashlab.job import Job
 
 THREAD = "triage-thread"
@@ -113,13 +113,14 @@ class Setting:
     """One row: the tools plain or keyed, the tool node's version, and when LangGraph saves."""
 
     keyed: bool = False
-    version: str = "v2"  # "v2": each tool call its own task and write; "v1": one task for the reply's calls
-    durability: str = "sync"  # "sync": save before the next step; "exit": only when the graph returns
+    version: Literal["v1", "v2"] = "v2"  # "v2": each tool call its own task and write; "v1": one task for the calls
+    durability: Literal["sync", "exit"] = "sync"  # "sync": save before the next step; "exit": when the graph returns
 
 
-#: The rows: the agent as a user writes it (LangGraph's defaults but a synchronous save), the same
-#: with keys from LangGraph's own IDs, and the settings that change the outcome.
-VARIANTS = {
+#: The rows (`crashlab.loops.LANGGRAPH` names them): the agent as a user writes it (LangGraph's
+#: defaults but a synchronous save), the same with keys from LangGraph's own IDs, and the settings
+#: that change the outcome.
+SETTINGS = {
     "langgraph-plain": Setting(),
     "langgraph-keyed": Setting(keyed=True),
     "langgraph-v1": Setting(version="v1"),
@@ -127,27 +128,17 @@ VARIANTS = {
 }
 
 
-def agent(job: Job, setting: Setting, run: Run) -> None:
+def entry(slug: str, run: Run) -> None:
     """One process of the agent: start the thread, or resume it from its checkpoint (``invoke(None)``)."""
+    setting, job = SETTINGS[slug], run.job
+    assert run.directory is not None, "LangGraph runs only forked, in a run directory"
     connection = sqlite3.connect(run.directory / "graph.sqlite", check_same_thread=False)
     try:
         graph = create_react_agent(ScriptedModel(job=job), tools(run, setting.keyed),
                                    checkpointer=KilledSaver(connection), version=setting.version)
-        config = {"configurable": {"thread_id": THREAD}, "max_concurrency": 1}
+        config: RunnableConfig = {"configurable": {"thread_id": THREAD}, "max_concurrency": 1}
         started = graph.get_state(config).values
         graph.invoke(None if started else {"messages": [("user", job.description or job.name)]}, config,
                      durability=setting.durability)
     finally:
         connection.close()
-
-
-def entry(job: Job, slug: str) -> Entry:
-    """The entry point of variant `slug`: one process of the agent."""
-    return partial(agent, job, VARIANTS[slug])
-
-
-def sweep_variants(job: Job, depth: int = 1, repeat: int = 1, workers: int = 1) -> list[Sweep]:
-    """Each variant killed at every point (and its restarts, up to `depth`), counted per changing call."""
-    effects = [call.id for call in job.changing_calls]
-    return [sweep(entry(job, slug), effects, name=slug, depth=depth, repeat=repeat, workers=workers)
-            for slug in VARIANTS]

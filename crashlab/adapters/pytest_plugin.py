@@ -4,25 +4,26 @@ Registered through the ``pytest11`` entry point, so any project that installs cr
 
     def test_my_loop_never_files_twice(crash_sweep):
         result = crash_sweep(my_loop, ["A", "B", "C"], depth=2)
-        assert result.dups == 0 and result.missing == 0, "\\n".join(result.failures())
+        assert result.ok, "\\n".join(result.failures())
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 if TYPE_CHECKING:  # the plugin loads with every pytest run: the sweep only when a test asks for it
-    from crashlab.api import Entry, Sweep
+    from crashlab.api import Entry, Swept
 
 
 @pytest.fixture
-def crash_sweep():
-    """`crashlab.api.sweep`: call it with your entry point and its intended effects; it returns a `Sweep`."""
+def crash_sweep() -> Callable[..., Swept]:
+    """`crashlab.api.sweep`: call it with your entry point and its intended effects; it returns what it swept."""
     from crashlab.api import sweep
 
-    def run(entry: Entry, effects: list[str], **options) -> Sweep:
+    def run(entry: Entry, effects: Iterable[str], **options: Any) -> Swept:
         return sweep(entry, effects, **options)
 
     return run

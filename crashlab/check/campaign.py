@@ -14,15 +14,19 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from crashlab.check import promises as guarantees
-from crashlab.engine.parallel import runner
-from crashlab.engine.points import HarnessError
-from crashlab.engine.sweep import VARIANTS, memory_stores, sweep_variant
+from crashlab.check import promises
+from crashlab.engine.parallel import pool
+from crashlab.engine.scenario import Setup
+from crashlab.engine.sweep import sweep
+from crashlab.errors import HarnessError
 from crashlab.job import parse_job
 from crashlab.job.generate import job_spec
+from crashlab.loops import VARIANTS
 
 #: Past this many, a job's violations are counted but not listed one by one.
 LISTED = 20
+#: Every variant that makes promises and runs in process: what a campaign holds to them.
+PROMISING = [v for v in VARIANTS.values() if v.promises is not None and "in-process" in v.runners]
 
 
 @dataclass(frozen=True)
@@ -52,19 +56,18 @@ def check(spec: dict[str, Any], depth: int) -> Verdict:
     """Sweep the job under every variant that makes promises, and hold each scenario to them."""
     job = parse_job(spec)
     scenarios, count, listed = 0, 0, []
-    for slug in guarantees.PROMISING:
-        variant = VARIANTS[slug]
+    for variant in PROMISING:
         if variant.refuses(job):
             continue
         try:
-            sweep = sweep_variant(variant, job, memory_stores(), depth)
+            swept = sweep(Setup(variant, job), depth=depth)
         except HarnessError as error:
             count += 1
-            listed.append(Violation(slug, f"the sweep failed: {error}"))
+            listed.append(Violation(variant.slug, f"the sweep failed: {error}"))
             continue
-        for result in sweep.scenarios():
+        for result in swept.scenarios():
             scenarios += 1
-            for what in guarantees.broken(variant, job, result):
+            for what in promises.broken(variant, job, result):
                 count += 1
                 if len(listed) < LISTED:
                     listed.append(Violation(result.id, what))
@@ -81,5 +84,5 @@ def campaign(jobs: int, seed: int, depth: int, workers: int = 1, scheduler: str 
             verdicts.append(check(spec, depth))
             done(verdicts[-1])
         return verdicts
-    return runner(workers, scheduler)(partial(check, depth=depth), specs, done)
+    return pool(workers, scheduler)(partial(check, depth=depth), specs, done)
 

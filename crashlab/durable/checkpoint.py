@@ -100,11 +100,11 @@ class Checkpoint(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     # Every change below returns a new checkpoint; the last turn is the only one that changes.
 
     def with_turn(self, turn: TurnRecord) -> Checkpoint:
-        return msgspec.structs.replace(self, turns=self.turns + (turn,))
+        return msgspec.structs.replace(self, turns=(*self.turns, turn))
 
     def _last(self, **change: Any) -> Checkpoint:
         last = msgspec.structs.replace(self.turns[-1], **change)
-        return msgspec.structs.replace(self, turns=self.turns[:-1] + (last,))
+        return msgspec.structs.replace(self, turns=(*self.turns[:-1], last))
 
     def with_marker(self, call_id: str, hours: float) -> Checkpoint:
         """The marker of an attempt about to go out at `hours`; a call's first marker is the one kept."""

@@ -19,8 +19,6 @@ from dataclasses import dataclass
 import msgspec
 
 from crashlab.durable.store import Files, Store
-from crashlab.engine.points import Recorder
-from crashlab.job import Job
 from crashlab.world import World, WorldState
 
 _encoder = msgspec.msgpack.Encoder()
@@ -38,8 +36,3 @@ class Durable:
     def fingerprint(self) -> bytes:
         """A digest that equal states share in any process, so that workers agree on what is distinct."""
         return hashlib.blake2b(_encoder.encode((self.files, self.world)), digest_size=16).digest()
-
-    def restore(self, job: Job, points: Recorder, store: Store) -> World:
-        """Put the files into the fresh `store` and build the world: what a restart opens its eyes to."""
-        store.restore(self.files)
-        return World.restore(self.world, job, points)

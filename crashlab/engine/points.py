@@ -1,7 +1,8 @@
 """Crash points, and the recorder that sees every one of them.
 
-A crash point is a call to `Recorder.hit`, placed in the code exactly where the event it names
-happens. The recorder also takes a note of every other event (a model call, a tracker request, a
+A crash point is a call to `crashlab.point(label)` (or a harness part's `Recorder.hit`), placed in
+the code exactly where the event it names happens; it goes to the recorder of the process running.
+The recorder also takes a note of every other event (a model call, a tracker request, a
 question to the person), in order, so one list of events tells the sweep what to count, `points`
 what to list and `explain` the story. When the running process reaches the point chosen for it, the
 recorder raises `Crash`: the process dies there, and everything outside it lives on.
@@ -16,10 +17,16 @@ The sweep then fails the scenario loudly instead of counting what a dead process
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import FrameType
 from typing import Any
+
+from crashlab.errors import HarnessError
+
+__all__ = ["Crash", "Event", "HarnessError", "Recorder", "Where", "named", "point", "recording"]
 
 
 class Crash(BaseException):
@@ -33,13 +40,6 @@ class Crash(BaseException):
         super().__init__(f"crash at point {index} ({label})")
         self.label = label
         self.index = index
-
-
-class HarnessError(Exception):
-    """A scenario that cannot be counted: the loop did something a real death or run would not allow.
-
-    It names the scenario and, where it can, the line of the loop that broke the rule.
-    """
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +72,8 @@ START = Where()
 
 #: The harness's own modules. A violation is reported at the first frame outside them: the loop's line.
 _PACKAGE = Path(__file__).resolve().parent.parent
-_HARNESS = {_PACKAGE / name for name in ("engine/points.py", "durable/store.py", "world/__init__.py", "loops/tools.py")}
+_HARNESS = {_PACKAGE / name for name in ("engine/points.py", "durable/store.py", "world/tracker.py", "world/person.py",
+                                         "world/model.py", "world/wire.py", "loops/tools.py")}
 
 
 class Recorder:
@@ -84,13 +85,14 @@ class Recorder:
     `scenario` names the scenario in every error, so a failure can be explained.
     """
 
-    def __init__(self, crash_at: Sequence[int] = (), scenario: str = "scenario", process: int = 0,
-                 watch: Callable[[], None] | None = None):
+    def __init__(self, crash_at: Sequence[int] = (), scenario: str = "scenario", process: int = 0):
         self.crash_at = tuple(crash_at)
         self.scenario = scenario
         self.events: list[Event] = []
         self.process = process  # processes already run: a restart from a snapshot starts further on
-        self.watch = watch  # called at every crash point, where a death would be: the sweep snapshots there
+        #: Called at every crash point, where a death would be: the sweep snapshots there, and a
+        #: request in flight may land there.
+        self.observers: list[Callable[[], None]] = []
         self.passed = 0
         self.where = START
         self.dead: Crash | None = None  # the crash of the current process, once it has died
@@ -113,8 +115,8 @@ class Recorder:
             self.guard(f"crash point {label!r} passed")
         self.passed += 1
         self.events.append(Event(self.process, "point", label, self.where, self.passed))
-        if self.watch is not None:
-            self.watch()
+        for observe in self.observers:
+            observe()
         if self.passed == self._target:
             self.events.append(Event(self.process, "crash", label, self.where, self.passed))
             self.dead = Crash(label, self.passed)
@@ -145,9 +147,21 @@ class Recorder:
         return [e for e in self.events if e.kind == "crash"]
 
 
+def named(labels: Sequence[str]) -> list[str]:
+    """One process's crash points by label and occurrence (``accepted#2``): a name that stays with its
+    event when other points come and go."""
+    seen: dict[str, int] = {}
+    names = []
+    for label in labels:
+        seen[label] = seen.get(label, 0) + 1
+        names.append(f"{label}#{seen[label]}")
+    return names
+
+
 def _caller() -> str:
     """The loop's innermost two lines on the stack, outside the harness: who broke the rule."""
-    frame, lines = sys._getframe(2), []
+    frame: FrameType | None = sys._getframe(2)
+    lines: list[str] = []
     while frame is not None and len(lines) < 2:
         path = Path(frame.f_code.co_filename)
         if path not in _HARNESS:
@@ -161,3 +175,24 @@ def _short(path: Path) -> str:
         return str(path.relative_to(Path.cwd()))
     except ValueError:
         return str(path)
+
+
+#: The recorder of the process running now, which `point` reports to; None outside a sweep.
+_recorder: Recorder | None = None
+
+
+def point(label: str) -> None:
+    """A crash point: in a sweep, the process may die here; elsewhere, nothing happens."""
+    if _recorder is not None:
+        _recorder.hit(label)
+
+
+@contextmanager
+def recording(recorder: Recorder) -> Iterator[Recorder]:
+    """Send every `point` to `recorder` while the block runs: one life of one process."""
+    global _recorder
+    before, _recorder = _recorder, recorder
+    try:
+        yield recorder
+    finally:
+        _recorder = before

@@ -1,261 +1,272 @@
-"""Fault models: what can break beyond the chapter's crash, each swept as scenarios of its own.
+"""Fault models: what can break beyond the chapter's crash. Each is one module, found through entry points.
 
-The default, `crash`, is the chapter's: the loop's process dies at a crash point, and the OS cache,
-the tracker and the person outlive it, the person never wrong. Each other fault adds one choice to a
-scenario, and the choice is part of the scenario's ID, so `explain` can replay it.
+A fault is a subclass of `Fault` that owns everything about itself: its setting, how it changes
+the world's parts (a tracker that commits in two steps, a person who answers wrong, a model that
+drifts, a longer wire), the states a death can leave under it, its part of a scenario ID, and what
+it needs from a runner. The engine knows this protocol and never a fault by name.
 
-`wrong-answer`: the person is the ladder's last rung, and a person can be wrong. For every question
-a crash scenario puts to the person, the same scenario runs again with that one answer wrong: "no"
-when the call did happen (the loop makes it again: a duplicate), "yes, #N" when it did not (the loop
-believes it done: a missing effect, and a result that names a record the call never made). Its ID is
-the crash scenario's with ``~K``: ``markers:12~1`` answers the first question wrong.
+Faults are found through the entry-point group ``crashlab.faults`` (crashlab's own are declared in
+its pyproject.toml), so a fault can live in any installed package::
 
-`power-cut`: each death is a power cut, and the disk keeps only what the store's syncs made durable
-(`crashlab.durable.disk`). At each crash point the sweep takes every state of the checkpoint file the disk
-allows, newest first, as scenarios of their own: ``keys-markers:12~2`` is the second state a cut at
-point 12 allows (``~1`` is always what a process crash leaves). A restart that finds an empty or torn
-file cannot read it: the scenario is `stuck` (the loop refuses it, never starting afresh silently).
+    [project.entry-points."crashlab.faults"]
+    my-fault = "my_package.faults:MyFault"
 
-`tracker-crash`: the tracker dies with the loop and restarts from what it made durable. How it
-makes a request durable (`world.COMMITS`) brings its own crash points, which number among the
-loop's: a tracker that answers before it commits loses the effect, one that commits the key after
-the record loses the key, one that commits both before it answers loses nothing anyone heard of.
-
-`reused-run-id`: before the scenario, an earlier run of the same job (yesterday's triage) ran to the
-end under the run ID this one starts with, and the scripted model repeats its call IDs, so a loop
-that reuses the run ID sends yesterday's keys. A keyed tracker answers them from yesterday's records:
-today's effects are missing while the loop believes them done (and counts them `wrong`). The agent's
-loop draws a fresh run ID per run. IDs are the crash sweep's; only today's records are counted.
-
-`drifting-model`: a real model asked again for a turn does not repeat itself. A model that drifts
-names the calls of a reply it gives again anew, ``A#2`` for A the second time (``--drift ids``), and
-under ``--drift order`` also reverses them where no call of the reply refers to another. The IDs are
-the crash sweep's; duplicates and missing effects are counted by the job's call each record stands
-for, and a record filed under a name the run later replaced is an orphan too.
-
-`expired-key`: the world has a clock, and a keyed tracker honours a key for 24 hours after it applied
-it (`world.KEY_RETENTION`, Stripe's), then applies a repeat again; its records keep their keys, so a
-lookup still finds them. A process takes no time; a restart comes a downtime after its death, and
-each death is followed by each of the `DOWNTIMES`, a scenario each: ``keys-markers:12~2`` restarts
-two days after a crash at point 12. A rerun after the key expired duplicates, unless the loop sees
-that its marker is older than the key retention its tool declares and goes down the ladder.
-
-`late-delivery`: a changing request spends time on the wire, at the crash point ``sent``, and a
-death there leaves it in flight. It lands in the restart, at any of the restart's crash points or
-after its last, each a scenario: ``agent-lookup:12~3`` lands at the third point of the restart of a
-crash at point 12. Landing changes what the restart does from there on, so each is re-executed from
-nothing, and the restart crashes no more. A tracker that answers lookups says "no" to a request not
-yet landed and takes the resend and the late arrival both; one that fences the key on that "no"
-refuses the late arrival, and a keyed tracker answers it from the resend's key.
+Faults compose, as a Jepsen test composes nemeses: `Faults` applies several to one sweep.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
-from itertools import count
+from functools import cache
+from itertools import product
+from typing import TYPE_CHECKING, ClassVar
 
-from crashlab.durable.disk import SYNCS
-from crashlab.engine.sweep import (
-    Faults,
-    ScenarioResult,
-    StoreFactory,
-    Tally,
-    Variant,
-    VariantSweep,
-    check_retrace,
-    memory_stores,
-    run_scenario,
-    sweep_variant,
-)
-from crashlab.job import Job
-from crashlab.world import COMMITS, DRIFTS
+from crashlab.engine.death import Death, Left
+from crashlab.engine.points import Event
+from crashlab.errors import BadInput
+from crashlab.world import Parts, WorldState
 
-#: The downtimes before a restart under expired-key, in hours: ~1 an hour, well within the 24 a
-#: keyed tracker keeps a key (`world.KEY_RETENTION`); ~2 two days, past it.
-DOWNTIMES = (1.0, 48.0)
-#: The faults whose every death leaves one of several states, and what an ID's ``I~S`` then names.
-CHOOSING = {"power-cut": "the disk state it left", "expired-key": "the downtime before its restart (~1 1 h, ~2 48 h)",
-            "late-delivery": "the restart's point where the request in flight lands (its last point plus one: after "
-                             "it ends)"}
+if TYPE_CHECKING:
+    from crashlab.engine.scenario import ScenarioResult, ScenarioRun
+    from crashlab.engine.tree import VariantSweep
+
+#: What a runner can offer a fault: the world in memory (its parts to swap, its state to restore from a
+#: value); a model of the page cache
+#: under the checkpoint store; snapshots of what each death leaves, to share restarts.
+Capability = str
+ENTRY_POINTS = "crashlab.faults"
 
 
-def faults_of(fault: str, wrong_at: int = 0, drift: str = "ids", commit: str = "ack-first") -> Faults:
-    """What breaks in a scenario swept under `fault`: under wrong-answer the `wrong_at`-th answer,
-    under drifting-model the model's answers, as `drift` says, under tracker-crash the tracker, as
-    `commit` says."""
-    return Faults(wrong_at, power_cut=fault == "power-cut", reused_run_id=fault == "reused-run-id",
-                  drift=drift if fault == "drifting-model" else "", commit=commit if fault == "tracker-crash" else "",
-                  downtimes=DOWNTIMES if fault == "expired-key" else (), late=fault == "late-delivery")
+@dataclass(frozen=True)
+class Setting:
+    """The one setting a fault takes, as the command line offers it (``--sync file``)."""
+
+    option: str  # the option's name, without dashes
+    choices: tuple[str, ...]
+    default: str
+    help: str
 
 
 @dataclass(frozen=True)
 class Fault:
-    slug: str
-    breaks: str  # what goes wrong
-    adds: str  # what the sweep runs for it
+    """A fault model, configured: `value` is its setting, or the choice a scenario names (its question).
+
+    Every hook does nothing by default; a fault overrides the ones it needs.
+    """
+
+    value: str = ""
+
+    slug: ClassVar[str] = ""
+    breaks: ClassVar[str] = ""  # what goes wrong, in a sentence
+    adds: ClassVar[str] = ""  # what a sweep under it runs, in a sentence
+    setting: ClassVar[Setting | None] = None
+    needs: ClassVar[frozenset[Capability]] = frozenset({"world-in-memory"})
+    #: Whether each death leaves one of several states: its scenario IDs name one, ``I~S``.
+    chooses: ClassVar[bool] = False
+    #: Whether its choices are found as the restart passes its points (where a request lands): it is
+    #: applied after every other fault, and at most one such fault is in a sweep.
+    open_ended: ClassVar[bool] = False
+    #: The world's parts it makes its own: two faults cannot both replace one.
+    replaces: ClassVar[frozenset[str]] = frozenset()
+    #: Whether it breaks something with no crash at all: the uninterrupted run is then a scenario.
+    without_crash: ClassVar[bool] = False
+
+    @classmethod
+    def configured(cls, value: str | None = None) -> Fault:
+        """The fault at `value`, its setting's default if None; a value it does not take is refused."""
+        if cls.setting is None:
+            if value:
+                raise BadInput(f"--fault {cls.slug} takes no setting (got {value!r})")
+            return cls()
+        value = cls.setting.default if value is None else value
+        if value not in cls.setting.choices:
+            raise BadInput(f"--{cls.setting.option} {value!r} is not one of {', '.join(cls.setting.choices)} "
+                           f"(the {cls.slug} fault's setting)")
+        return cls(value)
+
+    @classmethod
+    def parse(cls, value: str) -> Fault:
+        """The fault a scenario ID names with ``+SLUG=VALUE`` (or ``+SLUG``)."""
+        return cls.configured(value or None)
+
+    @property
+    def tag(self) -> str:
+        """Its part of a scenario ID: ``+power-cut=file``."""
+        return f"+{self.slug}" + (f"={self.value}" if self.value else "")
+
+    @property
+    def said(self) -> str:
+        """Its setting as a table says it (``sync file``), or ""."""
+        return f"{self.setting.option} {self.value}" if self.setting and self.value else ""
+
+    def parts(self, parts: Parts) -> Parts:
+        """The world's parts under this fault."""
+        return parts
+
+    def sync(self) -> str | None:
+        """What the checkpoint store syncs under this fault, if it says."""
+        return None
+
+    def begin(self, earlier: Callable[[], WorldState]) -> WorldState | None:
+        """The world the first process meets, if not a fresh one; `earlier` runs the loop once, whole."""
+        return None
+
+    def left(self, left: Left, death: Death) -> Iterable[Left]:
+        """The states a death can leave under this fault, given one it leaves under the faults before."""
+        return (left,)
+
+    def depth(self, depth: int) -> int:
+        """How many crashes a scenario under it may have, given the sweep's depth."""
+        return depth
+
+    def variations(self, without: VariantSweep) -> Iterable[Fault]:
+        """The faults a sweep runs, each a sweep of its own; `without` is the sweep without this fault."""
+        return (self,)
+
+    def keeps(self, result: ScenarioResult) -> bool:
+        """Whether a scenario of the sweep counts under this fault."""
+        return True
+
+    def acted(self, run: ScenarioRun) -> bool:
+        """Whether the fault broke anything in `run`: a scenario it never acts in names more than there is."""
+        return True
+
+    def note(self, event: Event) -> str | None:
+        """An event of this fault's own, as a scenario's story tells it."""
+        return None
 
 
-FAULTS: dict[str, Fault] = {f.slug: f for f in (
-    Fault("crash", "the loop's process dies at a crash point; the OS cache, the tracker and the person outlive it",
-          "nothing: the chapter's sweep, the book's table"),
-    Fault("power-cut", "the machine loses power at a crash point: the disk keeps only what the store's syncs "
-                       "(--sync none|file|full) made durable, and a file whose data was not synced may be empty "
-                       "or torn",
-          "for each crash point, one scenario per disk state the syncs allow (ID SLUG:I~S:J~T, ~1 the crash's); "
-          "stuck: an unreadable checkpoint"),
-    Fault("tracker-crash", "the tracker dies with the loop, and restarts from what it made durable: it answers "
-                           "before it commits (--commit ack-first), commits the record then the key (two-step), or "
-                           "both in one transaction, then answers (one-txn)",
-          "the tracker's own crash points, applied (in its memory only) and record-committed (two-step), among the "
-          "loop's; IDs SLUG:I:J over them"),
-    Fault("wrong-answer", "the person answers one 'did it happen?' question wrong: 'no' when it did, 'yes, #N' when "
-                          "it did not",
-          "for each question a crash scenario asks, that scenario with that one answer wrong (ID SLUG:I:J~K)"),
-    Fault("drifting-model", "asked again for a turn, the model names its calls anew, as a provider does "
-                            "(--drift ids), and may order them anew (--drift order): new call IDs make new keys",
-          "every crash scenario, the model drifting (IDs as the crash sweep's); effects counted by what each call "
-          "means, not by its ID; orphans: records of a call the model later renamed"),
-    Fault("reused-run-id", "the run starts with the run ID of an earlier run of the same job, which already ran "
-                           "to the end with the same call IDs: a reused run ID makes the earlier run's keys",
-          "every crash scenario, after the earlier run (IDs as the crash sweep's); only this run's records count"),
-    Fault("expired-key", "a restart comes after a downtime, and a keyed tracker forgets a key 24 h after it applied "
-                         "it: a keyed repeat after that is applied again",
-          "for each crash point, one scenario per downtime before the restart (ID SLUG:I~S:J~T, ~1 1 h, ~2 48 h)"),
-    Fault("late-delivery", "a request the dead process sent lands after the restart asked about it and heard 'no', "
-                           "and resent it: a tracker that only answers lookups takes both",
-          "a crash point, sent, where a request is on the wire; for each death there, one scenario per crash point of "
-          "the restart where it lands, or after its last (ID SLUG:I~K, one crash, re-executed)"),
-)}
+@cache
+def registry() -> dict[str, type[Fault]]:
+    """Every fault installed, by slug, in the order of their slugs."""
+    from importlib.metadata import entry_points
+
+    found: dict[str, type[Fault]] = {}
+    for entry in entry_points(group=ENTRY_POINTS):
+        fault = entry.load()
+        if not (isinstance(fault, type) and issubclass(fault, Fault)) or fault.slug != entry.name:
+            raise BadInput(f"the entry point {entry.name} = {entry.value} of group {ENTRY_POINTS} is not a "
+                           f"crashlab.faults.Fault subclass whose slug is {entry.name!r}")
+        found[entry.name] = fault
+    return dict(sorted(found.items()))
+
+
+def find(slug: str) -> type[Fault]:
+    faults = registry()
+    if slug not in faults:
+        raise BadInput(f"unknown fault {slug!r} (valid: {', '.join(faults)}; `crashlab faults` says what each breaks)")
+    return faults[slug]
 
 
 @dataclass(frozen=True)
-class FaultSweep:
-    """A variant's sweep under one fault: how many crash scenarios it starts from, and its scenarios' counts."""
+class Faults:
+    """The faults one sweep or scenario runs under, composed: each applies its hooks in turn."""
 
-    variant: str
-    name: str
-    fault: str
-    setting: str  # what the fault was swept with (the syncs of a power cut), or ""
-    crash_scenarios: int
-    tally: Tally
-    scenarios: Callable[[], Iterable[ScenarioResult]]  # every scenario, again, for a listing
+    members: tuple[Fault, ...] = ()
 
-    def record(self) -> dict[str, int | str]:
-        t = self.tally
-        return {
-            "variant": self.variant, "name": self.name, "fault": self.fault, "setting": self.setting,
-            "crash_scenarios": self.crash_scenarios, "scenarios": t.scenarios, "with_dups": t.with_dups,
-            "dups": t.dups, "missing": t.missing, "wrong": t.wrong, "asks": t.asks, "stuck": t.stuck,
-            "orphans": t.orphans,
-        }
+    @classmethod
+    def of(cls, faults: Iterable[Fault]) -> Faults:
+        """The faults in their canonical order (the open-ended last); the crash, which breaks nothing
+        more, drops out. Two that replace one part of the world, or two open-ended ones, are refused."""
+        members = sorted({f for f in faults if f.slug != "crash"}, key=lambda f: (f.open_ended, f.slug))
+        slugs = [f.slug for f in members]
+        for k, fault in enumerate(members):
+            if fault.slug in slugs[:k]:
+                raise BadInput(f"--fault {fault.slug} is named twice")
+            for other in members[:k]:
+                if shared := fault.replaces & other.replaces:
+                    raise BadInput(f"--fault {other.slug} and --fault {fault.slug} both replace the world's "
+                                   f"{', '.join(sorted(shared))}: they cannot be swept together")
+                if fault.open_ended and other.open_ended:
+                    raise BadInput(f"--fault {other.slug} and --fault {fault.slug} each find their choices as the "
+                                   "restart runs: they cannot be swept together")
+        return cls(tuple(members))
 
+    def __bool__(self) -> bool:
+        return bool(self.members)
 
-def crashes(variant: Variant, job: Job, store: StoreFactory, depth: int = 2,
-            crash: VariantSweep | None = None) -> FaultSweep:
-    """The chapter's sweep, in a fault sweep's row: its scenarios are the crash scenarios.
+    @property
+    def tag(self) -> str:
+        return "".join(f.tag for f in self.members)
 
-    Every fault sweep takes `crash`, the variant's crash sweep at `depth`, if the caller has it
-    already: a fault's row counts the crash scenarios it starts from.
-    """
-    crash = crash or sweep_variant(variant, job, store, depth)
-    return FaultSweep(variant.slug, variant.name, "crash", "", crash.tally.scenarios, crash.tally, crash.scenarios)
+    @property
+    def name(self) -> str:
+        """The faults as a table's column names them: ``power-cut file``, or ``crash``."""
+        return " + ".join(f"{f.slug} {f.value}".strip() for f in self.members) or "crash"
 
+    @property
+    def needs(self) -> frozenset[Capability]:
+        return frozenset().union(*(f.needs for f in self.members))
 
-def sweep_fault(fault: str, variant: Variant, job: Job, depth: int = 2, sync: str = "none", drift: str = "ids",
-                commit: str = "ack-first", crash: VariantSweep | None = None) -> FaultSweep:
-    """`variant`'s sweep under `fault`, at the setting it takes (`sync` for a power cut, `drift` for a
-    model, `commit` for a tracker); `crash` as `crashes` takes it."""
-    store = memory_stores(sync)
-    if fault == "power-cut":
-        return power_cuts(variant, job, store, sync, depth, crash)
-    if fault == "drifting-model":
-        return _swept(variant, job, store, depth, fault, f"drift {drift}", faults_of(fault, drift=drift), crash)
-    if fault == "tracker-crash":
-        return _swept(variant, job, store, depth, fault, f"commit {commit}", faults_of(fault, commit=commit), crash)
-    sweeps = {"crash": crashes, "wrong-answer": wrong_answers, "reused-run-id": reused_run_ids,
-              "expired-key": expired_keys, "late-delivery": late_deliveries}
-    return sweeps[fault](variant, job, store, depth, crash)
+    @property
+    def chooses(self) -> bool:
+        return any(f.chooses for f in self.members)
 
+    @property
+    def without_crash(self) -> bool:
+        return any(f.without_crash for f in self.members)
 
-#: The option that sets a fault, for the faults that take one.
-SETTING_OF = {"power-cut": "sync", "tracker-crash": "commit", "drifting-model": "drift"}
-#: Every fault at each of its settings, as `--fault all` sweeps them: (fault, setting name, its value).
-EVERY_SETTING: tuple[tuple[str, str, str], ...] = (
-    ("crash", "", ""),
-    *(("power-cut", "sync", sync) for sync in SYNCS),
-    *(("tracker-crash", "commit", commit) for commit in COMMITS),
-    ("wrong-answer", "", ""),
-    *(("drifting-model", "drift", drift) for drift in DRIFTS),
-    ("reused-run-id", "", ""),
-    ("expired-key", "", ""),
-    ("late-delivery", "", ""),
-)
+    def parts(self) -> Parts:
+        parts = Parts()
+        for fault in self.members:
+            parts = fault.parts(parts)
+        return parts
 
+    def sync(self) -> str:
+        return next((s for f in self.members if (s := f.sync()) is not None), "none")
 
-def wrong_answers(variant: Variant, job: Job, store: StoreFactory, depth: int = 2,
-                  crash: VariantSweep | None = None) -> FaultSweep:
-    """For each K, the sweep with the person's K-th answer wrong; of it, the scenarios that asked K questions.
+    def begin(self, earlier: Callable[[], WorldState]) -> WorldState | None:
+        state = None
+        for fault in self.members:
+            state = fault.begin(earlier) or state
+        return state
 
-    A wrong answer changes what the loop does next, so each K is a sweep of its own (shared, as the
-    crash sweep is): the restarts' crash points are those they reach after the wrong answer.
-    """
-    crash = crash or sweep_variant(variant, job, store, depth)
-    found: list[ScenarioResult] = []
-    for k in range(1, max((s.outcome.asks for s in crash.scenarios()), default=0) + 1):
-        for s in sweep_variant(variant, job, store, depth, faults=faults_of("wrong-answer", k)).scenarios():
-            if s.outcome.asks >= k:  # the K-th question was put, and answered wrong
-                found.append(replace(s, id=f"{s.id}~{k}"))
-    found.sort(key=lambda s: (s.crashes, s.id))
-    tally = sum((Tally.of(s.outcome, s.hits, s.saves) for s in found), Tally())
-    return FaultSweep(variant.slug, variant.name, "wrong-answer", "", crash.tally.scenarios, tally, lambda: found)
+    def left(self, death: Death) -> list[Iterable[Left]]:
+        """The states a death can leave, in groups: a group ends early where an open-ended choice does."""
+        groups: list[Iterable[Left]] = [(death.crash(),)]
+        for fault in self.members:  # each at this point, while the world and store are as the death left them
+            groups = [fault.left(left, death) if fault.open_ended else list(fault.left(left, death))
+                      for group in groups for left in group]
+        return groups
 
+    def depth(self, depth: int) -> int:
+        for fault in self.members:
+            depth = fault.depth(depth)
+        return depth
 
-def power_cuts(variant: Variant, job: Job, store: StoreFactory, sync: str, depth: int = 2,
-               crash: VariantSweep | None = None) -> FaultSweep:
-    """Every scenario of up to `depth` power cuts, each leaving one of the disk states `store`'s syncs allow."""
-    return _swept(variant, job, store, depth, "power-cut", f"sync {sync}", faults_of("power-cut"), crash)
+    def keeps(self, result: ScenarioResult) -> bool:
+        return all(f.keeps(result) for f in self.members)
 
+    def note(self, event: Event) -> str | None:
+        return next((said for f in self.members if (said := f.note(event)) is not None), None)
 
-def reused_run_ids(variant: Variant, job: Job, store: StoreFactory, depth: int = 2,
-                   crash: VariantSweep | None = None) -> FaultSweep:
-    """Every crash scenario of up to `depth` crashes, run after an earlier run that had the same run ID."""
-    return _swept(variant, job, store, depth, "reused-run-id", "", faults_of("reused-run-id"), crash)
+    @property
+    def varying(self) -> tuple[Fault, ...]:
+        """The faults that sweep several configurations (every question a wrong answer can fall on), where
+        no value names one."""
+        return tuple(f for f in self.members if type(f).variations is not Fault.variations and not f.value)
 
-
-def expired_keys(variant: Variant, job: Job, store: StoreFactory, depth: int = 2,
-                 crash: VariantSweep | None = None) -> FaultSweep:
-    """Every scenario of up to `depth` crashes, each restart after one of the `DOWNTIMES`."""
-    setting = "downtime " + " or ".join(f"{h:g} h" for h in DOWNTIMES)
-    return _swept(variant, job, store, depth, "expired-key", setting, faults_of("expired-key"), crash)
+    def variations(self, without: VariantSweep) -> Iterator[Faults]:
+        """The fully configured faults a sweep under these runs, one tree each: every combination of the
+        varying faults' configurations, found from `without`, the sweep under the faults that do not vary."""
+        choices = [list(f.variations(without)) if f in self.varying else [f] for f in self.members]
+        for chosen in product(*choices):
+            yield replace(self, members=tuple(chosen))
 
 
-def late_deliveries(variant: Variant, job: Job, store: StoreFactory, depth: int = 2,
-                    crash: VariantSweep | None = None) -> FaultSweep:
-    """For each death with a request in flight, a scenario for each place in the restart where it lands.
-
-    Each is re-executed from nothing: where the request lands changes the restart from there on,
-    so the places are found as the restart passes them, up to the one after its last point. The
-    first process must retrace the uninterrupted run up to its death, as in any replayed sweep.
-    """
-    crash = crash or sweep_variant(variant, job, store, depth)
-    faults = faults_of("late-delivery")
-    first = run_scenario(variant, job, (), store, faults)
-    baseline, calls, found = first.trace(1), first.world.model.calls, []
-    for i in (i for i, (label, _) in enumerate(baseline, start=1) if label == "sent"):
-        for k in count(1):
-            run = run_scenario(variant, job, (i,), store, faults, (k,))
-            check_retrace(run, 1, baseline, "the uninterrupted run")
-            found.append(run.result(job, calls))
-            if k > run.passed(2):  # it landed after the restart's last point: there is no later place
-                break
-    tally = sum((Tally.of(s.outcome, s.hits, s.saves) for s in found), Tally())
-    return FaultSweep(variant.slug, variant.name, "late-delivery", "", crash.tally.scenarios, tally, lambda: found)
+def every_setting() -> list[Faults]:
+    """Every fault alone, at each of its settings: what `--fault all` sweeps, the fault matrix's columns."""
+    return [Faults.of([fault.configured(value)]) for fault in registry().values()
+            for value in (fault.setting.choices if fault.setting else (None,))]
 
 
-def _swept(variant: Variant, job: Job, store: StoreFactory, depth: int, fault: str, setting: str,
-           faults: Faults, crash: VariantSweep | None) -> FaultSweep:
-    """The sweep under `faults`, beside the crash sweep whose scenarios it starts from."""
-    crash = crash or sweep_variant(variant, job, store, depth)
-    under = sweep_variant(variant, job, store, depth, faults=faults)
-    return FaultSweep(variant.slug, variant.name, fault, setting, crash.tally.scenarios, under.tally, under.scenarios)
+def parse_tags(text: str) -> Faults:
+    """The faults a scenario ID names after its slug: ``+power-cut=file+tracker-crash=two-step``."""
+    faults = []
+    for tag in text.split("+")[1:]:
+        slug, _, value = tag.partition("=")
+        if slug == "crash":
+            raise BadInput("+crash names no fault: a scenario ID without a '+' tag is the crash's")
+        faults.append(find(slug).parse(value))
+    return Faults.of(faults)

@@ -9,12 +9,12 @@ constant, and a test holds the two to the same verdicts on the shipped and the h
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Union
+from typing import Annotated, Any
 
 import msgspec
 from msgspec import UNSET, Meta, Struct, UnsetType
 
-from crashlab.job import ID_GRAMMAR, ID_RULE, MAX_ISSUE, TEXT_LIMITS
+from crashlab.job.reader import ID_GRAMMAR, ID_RULE, MAX_ISSUE, TEXT_LIMITS
 
 ID = Annotated[str, Meta(pattern=f"^{ID_GRAMMAR}$", description=ID_RULE)]
 #: Titles and queries: one line, not blank. JSON Schema cannot say "no control characters" briefly,
@@ -26,10 +26,9 @@ Query = Annotated[str, Meta(min_length=1, max_length=TEXT_LIMITS["query"], patte
 Body = Annotated[str, Meta(max_length=TEXT_LIMITS["body"], description="line breaks and tabs allowed")]
 Answer = Annotated[str, Meta(max_length=TEXT_LIMITS["answer"], description="the model's final reply")]
 Description = Annotated[str, Meta(max_length=TEXT_LIMITS["description"], description="one line, for `crashlab jobs`")]
-Issue = Union[
-    Annotated[int, Meta(ge=1, le=MAX_ISSUE, description="an issue that already exists")],
-    Annotated[str, Meta(pattern=rf"^\${ID_GRAMMAR}$", description="\"$ID\": the issue an earlier create_issue made")],
-]
+Issue = (Annotated[int, Meta(ge=1, le=MAX_ISSUE, description="an issue that already exists")]
+         | Annotated[str, Meta(pattern=rf"^\${ID_GRAMMAR}$",
+                             description="\"$ID\": the issue an earlier create_issue made")])
 
 
 class Strict(Struct, forbid_unknown_fields=True, tag_field="tool"):
@@ -80,8 +79,8 @@ class Search(Strict, tag="search"):
 class Turn(Struct, forbid_unknown_fields=True):
     """One model reply: either `calls` (run in order) or, last of all, `answer`. Exactly one of the two."""
 
-    calls: Union[Annotated[list[Union[CreateIssue, Comment, Search]], Meta(min_length=1)], UnsetType] = UNSET
-    answer: Union[Answer, UnsetType] = UNSET
+    calls: Annotated[list[CreateIssue | Comment | Search], Meta(min_length=1)] | UnsetType = UNSET
+    answer: Answer | UnsetType = UNSET
 
 
 class JobFile(Struct, forbid_unknown_fields=True):
@@ -89,7 +88,7 @@ class JobFile(Struct, forbid_unknown_fields=True):
 
     name: ID
     turns: Annotated[list[Turn], Meta(min_length=1)]
-    run: Union[ID, UnsetType] = UNSET  # default: "<name>-run-1"
+    run: ID | UnsetType = UNSET  # default: "<name>-run-1"
     description: Description = ""
 
 

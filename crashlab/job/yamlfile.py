@@ -6,7 +6,7 @@ from typing import Any
 
 import yaml
 
-from crashlab.job import MAX_DEPTH, MAX_INT_CHARS, MAX_NODES, JobError, shown
+from crashlab.job.reader import MAX_DEPTH, MAX_INT_CHARS, MAX_NODES, JobError, shown
 
 
 class JobLoader(yaml.SafeLoader):
@@ -39,7 +39,7 @@ class JobLoader(yaml.SafeLoader):
         size = 1 + sum(self.sizes.get(id(child), 1) for child in children)
         if size > MAX_NODES:
             raise yaml.composer.ComposerError(None, None, f"more than {MAX_NODES} values once aliases are expanded",
-                                              node.start_mark)
+                                              node.start_mark if node is not None else None)
         self.sizes[id(node)] = size
         return node
 

@@ -15,10 +15,11 @@ Four rules make it safe to kill at any instant:
    the wire is refused when it lands, and the resend goes out under the call's next key, which is
    saved before it leaves.
 
-Two harder situations are handled by the same rules: a tool whose server dies after the tracker
-accepted the request (a `TransportError`: the outcome is unknown, so it goes to the ladder, neither
-retried blindly nor given up on), and a call that waits for a person's approval (asked through the
-approval desk, by key, and saved, so no restart asks for it again).
+Two harder situations are handled by the same rules: a request whose outcome the loop cannot know
+(its tool's server died after the tracker accepted it, or no reply came back: an `UnknownOutcome`,
+which goes to the ladder, neither retried blindly nor given up on), and a call that waits for a
+person's approval (asked through the approval desk, by key, and saved, so no restart asks for it
+again).
 """
 
 from __future__ import annotations
@@ -27,14 +28,14 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from crashlab import point
 from crashlab.durable.checkpoint import Checkpoint, TurnRecord
-from crashlab.durable.store import Store
-from crashlab.engine.points import Recorder
-from crashlab.job import Call, Job, Turn
+from crashlab.engine.run import Run
+from crashlab.job import Call, Turn
 from crashlab.loops.keys import key
 from crashlab.loops.life import Loop
-from crashlab.loops.tools import ToolSpec, TransportError, invoke, toolbox
-from crashlab.world import World
+from crashlab.loops.tools import ToolSpec, invoke, toolbox
+from crashlab.world import DeskMode, TrackerMode, UnknownOutcome
 
 # The rungs of the resolution ladder, in the order they are tried.
 RERUN = "rerun"  # a repeat is harmless: send it again
@@ -66,16 +67,8 @@ def ladder(tool: ToolSpec, age: float = 0.0) -> tuple[str, str]:
 class AgentLoop(Loop):
     """One life of the agent's process, from loading its checkpoint to the end, or a crash."""
 
-    def __init__(
-        self,
-        job: Job,
-        world: World,
-        store: Store,
-        points: Recorder,
-        tools: dict[str, ToolSpec],
-        new_run_id: Callable[[], str] = lambda: uuid.uuid4().hex,
-    ):
-        super().__init__(job, world, store, points)
+    def __init__(self, run: Run, tools: dict[str, ToolSpec], new_run_id: Callable[[], str]):
+        super().__init__(run)
         self.tools = tools
         self.new_run_id = new_run_id
 
@@ -94,9 +87,9 @@ class AgentLoop(Loop):
     def finish_turn(self) -> None:
         turn = self.checkpoint.turns[-1]
         for call in turn.pending():
-            self.points.at(turn.number, call)
+            self.process.at(turn.number, call)
             self.run_call(call)
-        self.points.at(turn.number)
+        self.process.at(turn.number)
         self.checkpoint = self.checkpoint.with_turn_closed()
         self.save()
 
@@ -109,7 +102,7 @@ class AgentLoop(Loop):
             if call.changes:
                 self.checkpoint = self.checkpoint.with_marker(call.id, self.world.clock.hours)
                 self.save()  # rule 3: the attempt is on disk before the request leaves
-                self.points.hit("marker-saved")
+                point("marker-saved")
             self.send_and_save(call)
 
     def approved(self, call: Call) -> bool:
@@ -120,7 +113,7 @@ class AgentLoop(Loop):
         decision = self.world.desk.approve(call, self.key(call))
         self.checkpoint = self.checkpoint.with_approval(call.id, decision)
         self.save()
-        self.points.hit("approval-saved")
+        point("approval-saved")
         return decision
 
     def settle(self, call: Call) -> None:
@@ -132,13 +125,13 @@ class AgentLoop(Loop):
         saved = self.checkpoint.turns[-1].decisions.get(call.id)
         rung, why = ladder(self.tools[call.tool], self.marker_age(call))
         if saved is None or (saved == RERUN and rung != RERUN):
-            self.points.note("decision", rung, call=call.id, why=why)
+            self.process.note("decision", rung, call=call.id, why=why)
             self.checkpoint = self.checkpoint.with_decision(call.id, rung)
             self.save()  # the rung is durable before the loop acts on it
-            self.points.hit("decision-saved")
+            point("decision-saved")
         else:
             rung = saved
-            self.points.note("decision", rung, call=call.id, why="resumed from the checkpoint")
+            self.process.note("decision", rung, call=call.id, why="resumed from the checkpoint")
         found = None
         if rung == LOOKUP:
             found = self.world.tracker.lookup(self.key(call))
@@ -150,7 +143,7 @@ class AgentLoop(Loop):
         if rung == LOOKUP and self.tools[call.tool].fences_lookups:
             self.checkpoint = self.checkpoint.with_fenced(call.id)
             self.save()  # the key is retired: the resend's new key is durable before it leaves
-            self.points.hit("fence-saved")
+            point("fence-saved")
         self.send_and_save(call)
 
     def marker_age(self, call: Call) -> float:
@@ -161,10 +154,10 @@ class AgentLoop(Loop):
     def send_and_save(self, call: Call) -> None:
         try:
             result = invoke(self.world, call, self.checkpoint.results(), self.key(call) if call.changes else None)
-        except TransportError:
-            self.settle(call)  # the server died after the tracker may have acted: the outcome is unknown
+        except UnknownOutcome:
+            self.settle(call)  # the tracker may have acted, and the loop cannot tell: the outcome is unknown
             return
-        self.points.hit("returned")
+        point("returned")
         self.save_result(call, result)
 
     def key(self, call: Call) -> str:
@@ -172,25 +165,25 @@ class AgentLoop(Loop):
 
 
 @dataclass(frozen=True)
-class AgentVariant:
+class Agent:
     """The agent's loop against one kind of tracker: a row of the agent sweep."""
 
-    tracker_mode: str
+    tracker: TrackerMode
     #: Whether the approval desk keeps questions and decisions across a crash (see world.ApprovalDesk).
-    desk: str = "remembers"
+    desk: DeskMode = "remembers"
+    #: Whether a new run draws its ID at random, as a real agent does (`crashlab run`), or makes it of the
+    #: job's run name and the process that started it, so that sweeps repeat themselves.
+    random_ids: bool = False
 
     @property
     def slug(self) -> str:
-        return f"agent-{self.tracker_mode}"
+        return f"agent-{self.tracker}"
 
     @property
     def name(self) -> str:
-        return f"agent loop, {self.tracker_mode} tracker"
+        return f"agent loop, {self.tracker} tracker"
 
-    def refuses(self, job: Job) -> None:
-        """The agent's loop runs every job the schema allows."""
-
-    def loop(self, job: Job, world: World, store: Store, points: Recorder) -> AgentLoop:
-        # A fresh run ID per new run, deterministic so that sweeps repeat: the job's name for runs
-        # plus the process that started it. A real agent would use uuid4().
-        return AgentLoop(job, world, store, points, toolbox(self.tracker_mode), lambda: f"{job.run}.p{points.process}")
+    def entry(self, run: Run) -> None:
+        """One process of the agent."""
+        new_run_id = (lambda: uuid.uuid4().hex) if self.random_ids else (lambda: f"{run.job.run}.p{run.process}")
+        AgentLoop(run, toolbox(self.tracker), new_run_id).run()

@@ -15,14 +15,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from crashlab import point
 from crashlab.durable.checkpoint import TurnRecord
-from crashlab.durable.store import Store
-from crashlab.engine.points import Recorder
+from crashlab.engine.run import Run
 from crashlab.job import Call, Job, Turn
 from crashlab.loops.keys import key
 from crashlab.loops.life import Loop
 from crashlab.loops.tools import invoke
-from crashlab.world import World
+from crashlab.world import NoReply
+
+#: How many times a design's client sends a request whose reply never came, as an HTTP client's retry policy does.
+TRIES = 3
 
 
 @dataclass(frozen=True)
@@ -32,14 +35,11 @@ class Design:
     saves_reply: bool  # save the reply before running its calls, and each result after it
     sends_keys: bool  # send key(run, call) with every changing request
     writes_markers: bool  # save an attempt marker before every changing request
+    promises: bool = False  # it promises no duplicate, nothing lost, no wrong result and no question
 
-    #: The chapter's tracker honours keys; the designs without keys simply never send one.
-    tracker_mode = "keyed"
-    #: The chapter has no approvals; an approval desk that remembers is the neutral choice.
-    desk = "remembers"
-
-    def loop(self, job: Job, world: World, store: Store, points: Recorder) -> DesignLoop:
-        return DesignLoop(self, job, world, store, points)
+    def entry(self, run: Run) -> None:
+        """One process of the design: the chapter's tracker honours keys (those without simply send none)."""
+        DesignLoop(self, run).run()
 
     def refuses(self, job: Job) -> str | None:
         """Why this design cannot run `job`: the chapter's designs model neither harder situation."""
@@ -59,7 +59,8 @@ DESIGNS: dict[str, Design] = {
         Design("after-reply", "save after the reply", saves_reply=True, sends_keys=False, writes_markers=False),
         Design("keys", "+ idempotency keys", saves_reply=True, sends_keys=True, writes_markers=False),
         Design("markers", "+ attempt markers, no keys", saves_reply=True, sends_keys=False, writes_markers=True),
-        Design("keys-markers", "keys and markers", saves_reply=True, sends_keys=True, writes_markers=True),
+        Design("keys-markers", "keys and markers", saves_reply=True, sends_keys=True, writes_markers=True,
+               promises=True),
     )
 }
 
@@ -75,8 +76,8 @@ BEYOND_THE_BOOK: dict[str, Design] = {
 class DesignLoop(Loop):
     """One life of a process running a design: from loading the checkpoint to the end, or a crash."""
 
-    def __init__(self, design: Design, job: Job, world: World, store: Store, points: Recorder):
-        super().__init__(job, world, store, points)
+    def __init__(self, design: Design, run: Run):
+        super().__init__(run)
         self.design = design
 
     def resume(self) -> None:
@@ -95,9 +96,9 @@ class DesignLoop(Loop):
         """Design 1: every call of the reply, then one save. A crash before it loses the turn."""
         results = self.checkpoint.results()
         for call in reply.calls:
-            self.points.at(number, call)
+            self.process.at(number, call)
             results[call.id] = self.make_call(call, results)
-        self.points.at(number)
+        self.process.at(number)
         checkpoint = self.checkpoint.with_turn(TurnRecord.reply(number, reply.calls))
         for call in reply.calls:
             checkpoint = checkpoint.with_result(call.id, results[call.id])
@@ -108,9 +109,9 @@ class DesignLoop(Loop):
         """Run each call of the last turn that has no saved result, in order, then close the turn."""
         turn = self.checkpoint.turns[-1]
         for call in turn.pending():
-            self.points.at(turn.number, call)
+            self.process.at(turn.number, call)
             self.run_call(call, resumed)
-        self.points.at(turn.number)
+        self.process.at(turn.number)
         self.checkpoint = self.checkpoint.with_turn_closed()
         self.save()
 
@@ -118,9 +119,9 @@ class DesignLoop(Loop):
         if resumed and call.id in self.checkpoint.turns[-1].markers:
             # A marker with no result: the request may or may not have reached the tracker.
             if self.design.sends_keys:
-                self.points.note("decision", "rerun", call=call.id, why="the request is keyed")
+                self.process.note("decision", "rerun", call=call.id, why="the request is keyed")
             else:
-                self.points.note("decision", "ask", call=call.id, why="no key: only the person can tell")
+                self.process.note("decision", "ask", call=call.id, why="no key: only the person can tell")
                 answer = self.world.person.did_it_happen(call)
                 if answer is not None:
                     self.save_result(call, answer)
@@ -128,11 +129,19 @@ class DesignLoop(Loop):
         elif self.design.writes_markers and call.changes:
             self.checkpoint = self.checkpoint.with_marker(call.id, self.world.clock.hours)
             self.save()
-            self.points.hit("marker-saved")
+            point("marker-saved")
         self.save_result(call, self.make_call(call, self.checkpoint.results()))
 
     def make_call(self, call: Call, results: dict) -> object:
+        """Send the call (with its key, in a keyed design), and resend it while no reply comes back."""
         sent_key = key(self.checkpoint.run, call.id) if self.design.sends_keys and call.changes else None
-        result = invoke(self.world, call, results, sent_key)
-        self.points.hit("returned")
+        for attempt in range(1, TRIES + 1):
+            try:
+                result = invoke(self.world, call, results, sent_key)
+                break
+            except NoReply:
+                if attempt == TRIES:
+                    raise
+                self.process.note("retry", call.tool, call=call.id, why="no reply came back: the client resends")
+        point("returned")
         return result

@@ -10,20 +10,19 @@ from __future__ import annotations
 
 from typing import Any
 
+from crashlab import point
 from crashlab.durable.checkpoint import Checkpoint
-from crashlab.durable.store import Store
-from crashlab.engine.points import Recorder
-from crashlab.job import Call, Job, Turn
-from crashlab.world import World
+from crashlab.engine.run import Run
+from crashlab.job import Call, Turn
 
 
 class Loop:
-    def __init__(self, job: Job, world: World, store: Store, points: Recorder):
-        self.job = job
-        self.world = world
-        self.store = store
-        self.points = points
-        self.checkpoint = Checkpoint.new(job.run)
+    def __init__(self, run: Run):
+        self.process = run
+        self.job = run.job
+        self.world = run.world
+        self.store = run.store
+        self.checkpoint = Checkpoint.new(run.job.run)
 
     def run(self) -> None:
         loaded = self.store.load()
@@ -34,11 +33,11 @@ class Loop:
         self.resume()
         while not self.checkpoint.finished:
             number = self.checkpoint.next_turn
-            self.points.at(number)
+            self.process.at(number)
             reply = self.world.model.reply(number)
-            self.points.hit("reply")
+            point("reply")
             if reply.is_final:
-                self.checkpoint = self.checkpoint.with_answer(reply.answer)
+                self.checkpoint = self.checkpoint.with_answer(reply.answer or "")
                 self.save()
             else:
                 self.take_turn(number, reply)
@@ -56,7 +55,7 @@ class Loop:
     def save_result(self, call: Call, result: Any) -> None:
         self.checkpoint = self.checkpoint.with_result(call.id, result)
         self.save()
-        self.points.hit("result-saved")
+        point("result-saved")
 
     def save(self) -> None:
         self.store.save(self.checkpoint)

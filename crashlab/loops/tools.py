@@ -6,11 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from crashlab.job import Call
-from crashlab.world import KEY_RETENTION, Delivery, World
-
-
-class TransportError(Exception):
-    """The tool's server died mid-call. The request may have been applied: the outcome is unknown."""
+from crashlab.world import KEY_RETENTION, TrackerMode, TransportError, World
 
 
 @dataclass(frozen=True)
@@ -33,19 +29,16 @@ class ToolSpec:
     fences_lookups: bool = False
 
 
-def toolbox(tracker_mode: str) -> dict[str, ToolSpec]:
+def toolbox(tracker_mode: TrackerMode) -> dict[str, ToolSpec]:
     """The tools as declared for a tracker in `tracker_mode`: a tool promises what its receiver does."""
-    changing = {
-        "honours_keys": tracker_mode == "keyed",
-        "supports_lookup": tracker_mode in ("keyed", "lookup", "fencing"),
-        "key_retention": KEY_RETENTION if tracker_mode == "keyed" else None,
-        "fences_lookups": tracker_mode == "fencing",
-    }
-    return {
-        "search": ToolSpec("search", read_only=True),
-        "create_issue": ToolSpec("create_issue", **changing),
-        "comment": ToolSpec("comment", **changing),
-    }
+    def changing(name: str) -> ToolSpec:
+        return ToolSpec(name, honours_keys=tracker_mode == "keyed",
+                        supports_lookup=tracker_mode in ("keyed", "lookup", "fencing"),
+                        key_retention=KEY_RETENTION if tracker_mode == "keyed" else None,
+                        fences_lookups=tracker_mode == "fencing")
+
+    return {"search": ToolSpec("search", read_only=True), "create_issue": changing("create_issue"),
+            "comment": changing("comment")}
 
 
 def resolve(call: Call, results: dict[str, Any]) -> dict[str, Any]:
@@ -59,20 +52,12 @@ def resolve(call: Call, results: dict[str, Any]) -> dict[str, Any]:
 def invoke(world: World, call: Call, results: dict[str, Any], key: str | None = None) -> Any:
     """Make the call against the tracker and return its result (an issue or comment number, or hits).
 
+    A changing request goes over the world's wire, which may fail it (`crashlab.world.UnknownOutcome`).
     A call marked ``fails_after_accept`` models an MCP server that dies mid-call, once: the tracker
-    handles the request, then the caller gets a `TransportError` instead of the answer. Under the
-    fault `late-delivery` a changing request is on the wire a while first: a death at ``sent`` leaves
-    it in flight, to land later.
+    handles the request, then the caller gets a `TransportError` instead of the answer.
     """
     args = resolve(call, results)
-    if call.changes:
-        if world.late:
-            world.in_flight = Delivery(call, args, key)
-            world.tracker.points.hit("sent")
-            world.in_flight = None
-        result = world.tracker.request(call, args, key)
-    else:
-        result = world.tracker.search(call, args["query"])
+    result = world.wire.send(call, args, key) if call.changes else world.tracker.search(call, args["query"])
     if call.fails_after_accept and call.id not in world.servers_died:
         world.servers_died.add(call.id)
         world.tracker.points.note("transport-error", call.tool, call=call.id)

@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from crashlab.job import Job
-from crashlab.report.tables import csv_text, manifest
+from crashlab.report.results import manifest
+from crashlab.report.tables import csv_text
 
 #: The outcomes, worst first, each with its colour in the picture (Okabe-Ito, which stays apart
 #: under the common colour-vision deficiencies); a cell takes the first its row counts.
@@ -31,9 +32,8 @@ OUTCOMES: tuple[tuple[str, str], ...] = (
 
 
 def column(record: Mapping[str, Any]) -> str:
-    """A fault sweep's column head: the fault, and the setting it was swept with if it has one."""
-    chosen = record["fault"] in ("power-cut", "tracker-crash", "drifting-model")
-    return f"{record['fault']} {record['setting'].split(' ', 1)[-1]}" if chosen else record["fault"]
+    """A fault sweep's column head: the faults, each with the setting it was swept with if it has one."""
+    return str(record["faults"])
 
 
 def worst(record: Mapping[str, Any]) -> tuple[str, int]:
@@ -62,7 +62,8 @@ def write(out: Path, job: Job, records: Sequence[Mapping[str, Any]], columns: Se
           rows: Sequence[Mapping[str, Any]], tables: str) -> None:
     out.mkdir(parents=True, exist_ok=True)
     (out / "faults.json").write_text(json.dumps(list(records), indent=2) + "\n", encoding="utf-8")
-    (out / "faults.csv").write_text(csv_text(list(records), list(records[0])), encoding="utf-8")
+    flat = [{k: v for k, v in r.items() if k != "by_depth"} for r in records]
+    (out / "faults.csv").write_text(csv_text(flat, list(flat[0])), encoding="utf-8")
     (out / "matrix.json").write_text(json.dumps({"columns": list(columns), "rows": list(rows)}, indent=2) + "\n",
                                      encoding="utf-8")
     (out / "tables.md").write_text(tables + "\n", encoding="utf-8")

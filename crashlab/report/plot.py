@@ -27,7 +27,9 @@ from matplotlib.patches import Patch
 from matplotlib.textpath import TextToPath
 from matplotlib.ticker import MaxNLocator
 
-from crashlab.engine.sweep import Outcome, ScenarioResult, VariantSweep
+from crashlab.check.outcome import Outcome
+from crashlab.engine.scenario import ScenarioResult
+from crashlab.engine.tree import VariantSweep
 
 #: The formats `draw` writes; matplotlib picks the backend for each from the format.
 FORMATS = ("png", "pdf", "svg")
@@ -78,7 +80,7 @@ def draw(sweeps: Sequence[VariantSweep], out: str | Path, title: str = "", fmt: 
     if title:
         fig.suptitle(title, fontsize=15, fontweight="bold")
     strips, tick_pt = strips_layout(sweeps)
-    top, bottom = fig.subfigures(2, 1, height_ratios=[strips, HEIGHT - strips])
+    top, bottom = fig.subfigures(2, 1, height_ratios=[strips, HEIGHT - strips])  # type: ignore[misc]
     draw_strips(top, sweeps, tick_pt)
     draw_heatmaps(bottom, sweeps)
     path = Path(out)
@@ -107,7 +109,7 @@ def doubles(sweep: VariantSweep) -> list[ScenarioResult]:
 
 
 def tick_text(scenario: ScenarioResult) -> str:
-    return f"{scenario.crashes[0]} {scenario.labels[0]}"
+    return f"{scenario.crashes[0]} {scenario.points[0].partition('#')[0]}"
 
 
 def text_px(text: str, points: float) -> float:
@@ -134,7 +136,7 @@ def draw_strips(sub: SubFigure, sweeps: Sequence[VariantSweep], tick_pt: float) 
     sub.suptitle("Crash once at point i, restart, finish: the worst outcome of each single crash", fontsize=12)
     width = max((s.points for s in sweeps), default=1) or 1
     axes = sub.subplots(len(sweeps), 1, squeeze=False)[:, 0]
-    for ax, sweep in zip(axes, sweeps):
+    for ax, sweep in zip(axes, sweeps, strict=True):
         draw_strip(ax, sweep, width, tick_pt)
     axes[-1].set_xlabel("crash point of the uninterrupted run (index and label)")
     handles = [Patch(facecolor=colour, edgecolor="#999999", label=name) for name, colour in CATEGORIES]
@@ -152,7 +154,7 @@ def draw_strip(ax: Axes, sweep: VariantSweep, width: int, tick_pt: float) -> Non
     ax.pcolormesh(xs, [0, 1], values, cmap=colours, norm=norm, edgecolors="white", linewidth=gap)
     ax.set_xlim(0.5, width + 0.5)
     ax.set_ylim(0, 1)
-    ax.set_yticks([0.5], [f"{sweep.variant.name}\n{sweep.points} points"], fontsize=10)
+    ax.set_yticks([0.5], [f"{sweep.setup.variant.name}\n{sweep.points} points"], fontsize=10)
     ax.tick_params(axis="y", length=0)
     step = math.ceil(width / MAX_TICKS)
     named = cells[::step]
@@ -187,7 +189,7 @@ def draw_heatmap(sub: SubFigure, ax: Axes, sweep: VariantSweep) -> None:
     rows, cols = grid.shape
     image = ax.imshow(grid, origin="lower", extent=(0.5, cols + 0.5, 0.5, rows + 0.5), cmap=cmap, norm=norm,
                       interpolation="nearest", aspect="auto")
-    ax.set_title(f"{sweep.variant.name}\n{quantity} (max {top})", fontsize=10)
+    ax.set_title(f"{sweep.setup.variant.name}\n{quantity} (max {top})", fontsize=10)
     ax.set_xlabel("first crash (point i)", fontsize=9)
     ax.set_ylabel("second crash (restart's point j)", fontsize=9)
     ax.tick_params(labelsize=8)
@@ -216,4 +218,4 @@ def shades(colour: str, top: int) -> ListedColormap:
     """
     full, white = np.array(to_rgb(colour)), np.ones(3)
     tints = [white + (full - white) * t for t in np.linspace(0.4, 1.0, top)]
-    return ListedColormap([to_rgb(CLEAN), *tints]).with_extremes(bad="white")
+    return ListedColormap([to_rgb(CLEAN), *tints]).with_extremes(bad="white")  # type: ignore[return-value]

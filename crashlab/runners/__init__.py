@@ -1,0 +1,89 @@
+"""Runners: what runs one life of a loop, and says how it ended. A folder of them, one seam.
+
+In process (`inprocess`), a crash is an exception no loop can catch and no dead process can act
+after; the runner snapshots what each death leaves, so restarts share their prefixes, and it can
+swap the world's parts for a fault's. Forked (`forked`), every process is a real one, forked from a
+warm parent and killed by SIGKILL at its point. Each declares what it can offer; a fault declares
+what it needs; a sweep that asks for what no runner offers is refused in one line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+from crashlab.engine.death import Choice, Left
+from crashlab.engine.scenario import ScenarioRun, Setup
+from crashlab.engine.variant import RunnerKind
+from crashlab.errors import BadInput
+
+StoreKind = Literal["memory", "files"]
+STORE_KINDS: tuple[StoreKind, ...] = ("memory", "files")
+
+#: What each runner offers a fault: the world's parts in memory, to swap and restore from a value; a
+#: model of the page cache under the checkpoint store; snapshots of what each death leaves.
+OFFERS: dict[RunnerKind, frozenset[str]] = {
+    "in-process": frozenset({"world-in-memory", "page-cache", "snapshots"}),
+    "forked": frozenset({"real-death"}),
+}
+#: What each runner is called on the command line, for the errors that refuse a combination.
+CALLED = {"in-process": "the in-process runner", "forked": "the forked runner (--kill)"}
+
+
+class Runner(Protocol):
+    """Runs a scenario's processes, one life each, and reports what each did (its points, its events)."""
+
+    kind: RunnerKind
+
+    def scenario(self, setup: Setup, crashes: tuple[int, ...], choices: tuple[Choice, ...] = (),
+                 watch: bool = False) -> ScenarioRun:
+        """Run the scenario from nothing: process k dies at its ``crashes[k-1]``-th point, leaving the state
+        ``choices[k-1]`` names; with `watch`, note the states a death at each point of the last could leave."""
+
+    def life(self, setup: Setup, start: Left | None, crashes: tuple[int, ...], choices: tuple[Choice, ...],
+             watch: bool) -> ScenarioRun:
+        """One life, from the state `start` (None: the first process), the last of scenario `crashes`."""
+
+
+@dataclass(frozen=True)
+class RunnerSpec:
+    """Which runner, and where its checkpoints go: a plain value, so that every worker opens its own."""
+
+    kind: RunnerKind = "in-process"
+    store: StoreKind = "memory"
+
+    @property
+    def offers(self) -> frozenset[str]:
+        return OFFERS[self.kind]
+
+    @contextmanager
+    def open(self) -> Iterator[Runner]:
+        if self.kind == "forked":
+            from crashlab.runners.forked import Forked
+
+            with Forked.opened() as forked:
+                yield forked
+        else:
+            from crashlab.runners.inprocess import InProcess
+
+            with InProcess.opened(self.store) as runner:
+                yield runner
+
+
+def check_runs(setup: Setup, spec: RunnerSpec) -> None:
+    """Refuse, in one line, a sweep that asks a runner for what it cannot do."""
+    variant, faults = setup.variant, setup.faults
+    if spec.kind not in variant.runners:
+        only = " or ".join(CALLED[kind] for kind in sorted(variant.runners))
+        why = " (a framework catches, retries or saves a raised exception, so only SIGKILL is a death there)" \
+            if variant.extra else ""
+        raise BadInput(f"{variant.slug} runs only under {only}{why}")
+    missing = faults.needs - spec.offers
+    if missing:
+        fault = next(f for f in faults.members if f.needs - spec.offers)
+        able = [CALLED[kind] for kind, offers in OFFERS.items() if fault.needs <= offers and kind in variant.runners]
+        instead = f"; {able[0]} does" if able else f", and {variant.slug} runs under no runner that does"
+        raise BadInput(f"--fault {fault.slug} needs {', '.join(sorted(missing))}, which {CALLED[spec.kind]} does not "
+                       f"offer{instead}")

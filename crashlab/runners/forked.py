@@ -1,39 +1,48 @@
-"""Real deaths: every process of a scenario an OS process, killed by SIGKILL at its crash point.
+"""The forked runner: every process of a scenario an OS process, killed by SIGKILL at its crash point.
 
-In process, a crash is an exception, made as strict as a death by the recorder's refusals. Here it
-is the kernel's: each process of a scenario is forked from this warm one (so it costs a fork, not
-an interpreter start), runs the loop against a world in a SQLite file and a checkpoint in a real
-file, and at its crash point sends itself SIGKILL. No handler, no ``finally``, no buffered write
-runs after that, and no Python object crosses from one process to the next: the next one opens the
-same two files and finds what was committed, nothing else. The parent only waits, and afterwards
-reads every count from the database and the checkpoint from its file.
+Each process is forked from this warm one (so it costs a fork, not an interpreter start), runs the
+loop against a world in a SQLite file and whatever the loop keeps in the run directory, and at its
+crash point sends itself SIGKILL. No handler, no ``finally``, no buffered write runs after that, and
+no Python object crosses from one process to the next: the next one opens the same files and finds
+what was committed, nothing else. The parent only waits, and afterwards reads every count from the
+files. It serves every loop alike: crashlab's, yours, a framework's; and `crashlab run` lives one
+life the same way, in its own process (`life_in`).
 
-What the parent learns from the process itself is what a trace would tell: the crash points it
-passed and the saves it began, written down a pipe by the harness's recorder just before the kill.
-They check the run (did it die where it was told, did it retrace the run it repeats) and name the
-scenarios; they count nothing.
+What the parent learns from the process itself is what a trace would tell: its events (the crash
+points it passed, its saves and requests), written down a pipe by its recorder just before the
+kill. They check the run (did it die where it was told, did it retrace the run it repeats) and tell
+its story; they count nothing.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import tempfile
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import msgspec
 
 from crashlab.durable.state import Durable
 from crashlab.durable.store import FileStore
-from crashlab.engine.points import Crash, Event, HarnessError, Recorder, Where
-from crashlab.engine.sweep import ScenarioRun, StoreFactory, Variant, check_death, check_finished, scenario_id
-from crashlab.job import Job
+from crashlab.engine.death import Choice, Left
+from crashlab.engine.points import Crash, Event, Recorder, Where, recording
+from crashlab.engine.run import Run
+from crashlab.engine.scenario import ScenarioRun, Setup, check_death, check_finished
+from crashlab.engine.variant import RunnerKind
+from crashlab.errors import HarnessError
 from crashlab.world import World, WorldState
-from crashlab.world.sqlite import TRACKER_FILE, Database, open_world, world_in
+from crashlab.world.sqlite import TRACKER_FILE, Database, PersonFactory, SqlitePerson, open_world, world_in
+
+#: Files of a run directory that are the harness's own, not the loop's state.
+HARNESS_FILES = ("lock", "checkpoint.json.tmp")
 
 
 def die() -> None:
@@ -42,7 +51,7 @@ def die() -> None:
 
 
 class KillingRecorder(Recorder):
-    """The sweep's recorder, for one real process: it never raises `Crash`, it dies by SIGKILL.
+    """The recorder of one real process: it never raises `Crash`, it dies by SIGKILL.
 
     At its `kill_at`-th point it calls `last_words` (the harness's report, if any) and kills itself;
     nothing of the loop runs after the point, not even a ``finally``. `echo` prints each point as it
@@ -69,37 +78,108 @@ class KillingRecorder(Recorder):
             time.sleep(self.pace)
 
 
-class Report(msgspec.Struct, array_like=True):
-    """What one process tells the parent of its life: its points and saves, and how it ended."""
+def life_in(directory: Path, setup: Setup, points: Recorder, person: PersonFactory = SqlitePerson,
+            sync: str = "none") -> None:
+    """One life of `setup`'s loop, in this process, over the files in `directory`: the child's, or `crashlab run`'s."""
+    variant = setup.variant
+    with recording(points), Database(directory / TRACKER_FILE) as db:
+        world = open_world(db, setup.job, points, variant.tracker, person, desk=variant.desk)
+        store = FileStore(directory, points, sync=sync)
+        variant.entry(Run(setup.job, world, store, directory, points.process, points))
 
-    events: list[tuple[str, str, int, str, str, int]]  # kind, label, turn, call, tool, index
+
+class Report(msgspec.Struct, array_like=True):
+    """What one process tells the parent of its life: its events, and how it ended."""
+
+    events: list[tuple[str, str, int, str, str, int, dict[str, Any]]]  # kind, label, turn, call, tool, index, detail
     ended: str  # "killed" (at its point, as told), "returned", or the error that ended it
 
 
-def run_scenario(variant: Variant, job: Job, crashes: tuple[int, ...], store: StoreFactory) -> ScenarioRun:
-    """`sweep.run_scenario`, with every process forked here and killed for real at its crash point.
+class Forked:
+    """Forks each process of a scenario from this one, and kills it for real at its crash point."""
 
-    `store` must make file stores: the scenario lives in the directory of the one it makes, the
-    checkpoint beside the world's database, and a memory store cannot outlive a real death.
+    kind: RunnerKind = "forked"
+
+    def __init__(self, fresh: Callable[[], Path]):
+        self.fresh = fresh
+
+    @classmethod
+    @contextmanager
+    def opened(cls) -> Iterator[Forked]:
+        with directories() as fresh:
+            yield cls(fresh)
+
+    def scenario(self, setup: Setup, crashes: tuple[int, ...], choices: tuple[Choice, ...] = (),
+                 watch: bool = False) -> ScenarioRun:
+        load = getattr(setup.variant.entry, "load", None)
+        if load is not None:
+            load()  # a framework, imported once here rather than in every child
+        points = Recorder(crashes, setup.id(crashes))
+        directory = self.fresh()
+        start = None
+        for _ in range(len(crashes) + 1):
+            points.start_process()
+            returned = live(setup, points, directory)
+            check_death(points, returned)
+            if points.dead is None:
+                break
+            if points.process == len(crashes):  # the last death: where the last process starts
+                start = Left(Durable(files_of(directory, setup), read_world(directory, setup)))
+        world = World.new(setup.job, points, setup.variant.tracker, desk=setup.variant.desk)
+        world.restore(read_world(directory, setup))
+        store = FileStore(directory, points, sync="none")
+        final = check_finished(points, store) if setup.variant.keeps_checkpoint else None
+        one: list[Iterable[Left]] = [(Left(None),)]  # a crash's, the only state a death here leaves
+        deaths = [one for _ in points.points(points.process)] if watch else None
+        return ScenarioRun(setup, crashes, (), points, world, store, final, True, start, None, (), deaths)
+
+    def life(self, setup: Setup, start: Left | None, crashes: tuple[int, ...], choices: tuple[Choice, ...],
+             watch: bool) -> ScenarioRun:
+        raise NotImplementedError("the forked runner re-executes every scenario: it keeps no snapshot to start from")
+
+
+def live(setup: Setup, points: Recorder, directory: Path) -> bool:
+    """Fork the process `points.process` of the scenario, wait for its end, and note its life in `points`.
+
+    True if it returned, False if it died at its crash point; anything else fails the scenario.
     """
-    points = Recorder(crashes, scenario_id(variant.slug, crashes))
-    first = store(points)
-    if not isinstance(first, FileStore):
-        raise ValueError("a real death needs the file store: a memory store dies with its process")
-    directory = first.path.parent
-    (directory / TRACKER_FILE).write_bytes(empty_world())
-    start = None
-    for _ in range(len(crashes) + 1):
+    status, said = forked(partial(_child, setup, points, directory))
+    where = f"{points.scenario}: process {points.process}"
+    if not said:
+        raise HarnessError(f"{where} ended (wait status {status}) without a word: killed by something else?")
+    report = msgspec.msgpack.decode(said, type=Report)
+    for kind, label, turn, call, tool, index, detail in report.events:
+        points.events.append(Event(points.process, kind, label, Where(turn, call, tool), index, detail))
+    passed = points.points(points.process)
+    points.passed = len(passed)
+    if report.ended == "killed" and killed(status):
+        last = passed[-1]
+        points.events.append(Event(points.process, "crash", last.label, last.where, last.index))
+        points.dead = Crash(last.label, last.index)
+        return False
+    if report.ended == "returned" and returned(status):
+        return True
+    raise HarnessError(f"{where} failed: {report.ended}")
+
+
+def _child(setup: Setup, parent: Recorder, directory: Path, tell: Callable[[bytes], None]) -> None:
+    """One process of the scenario: the loop against the files in `directory`, killed at its point."""
+    process, crash_at = parent.process, parent.crash_at
+    points = KillingRecorder(crash_at[process - 1] if process <= len(crash_at) else None,
+                             scenario=parent.scenario, process=process - 1)
+
+    def report(ended: str) -> None:
+        events = [(e.kind, e.label, e.where.turn, e.where.call, e.where.tool, e.index, e.detail)
+                  for e in points.events]
+        tell(msgspec.msgpack.encode(Report(events, ended)))
+
+    points.last_words = lambda: report("killed")
+    try:
         points.start_process()
-        returned = live(variant, job, points, directory)
-        check_death(points, returned)
-        if points.dead is None:
-            break
-        if points.process == len(crashes):  # the last death: where the last process starts
-            start = Durable(FileStore(directory, points, sync="none").files(), read_world(directory, job, variant))
-    final = FileStore(directory, points, sync="none")
-    world = World.restore(read_world(directory, job, variant), job, points)
-    return ScenarioRun(variant, crashes, points, world, final, check_finished(points, final), start)
+        life_in(directory, setup, points)
+        report("returned")
+    except BaseException as error:
+        report(ended_by(error))
 
 
 def forked(body: Callable[[Callable[[bytes], None]], None]) -> tuple[int, bytes]:
@@ -139,62 +219,47 @@ def returned(status: int) -> bool:
     return os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
 
 
-def live(variant: Variant, job: Job, points: Recorder, directory: Path) -> bool:
-    """Fork the process `points.process` of the scenario, wait for its end, and note its life in `points`.
-
-    True if it returned, False if it died at its crash point; anything else fails the scenario.
-    """
-    status, said = forked(partial(_child, variant, job, points, directory))
-    where = f"{points.scenario}: process {points.process}"
-    if not said:
-        raise HarnessError(f"{where} ended (wait status {status}) without a word: killed by something else?")
-    report = msgspec.msgpack.decode(said, type=Report)
-    for kind, label, turn, call, tool, index in report.events:
-        points.events.append(Event(points.process, kind, label, Where(turn, call, tool), index))
-    passed = [e for e in points.events if e.process == points.process and e.kind == "point"]
-    points.passed = len(passed)
-    if report.ended == "killed" and killed(status):
-        last = passed[-1]
-        points.events.append(Event(points.process, "crash", last.label, last.where, last.index))
-        points.dead = Crash(last.label, last.index)
-        return False
-    if report.ended == "returned" and returned(status):
-        return True
-    raise HarnessError(f"{where} failed: {report.ended}")
-
-
-def _child(variant: Variant, job: Job, parent: Recorder, directory: Path, tell: Callable[[bytes], None]) -> None:
-    """One process of the scenario: the loop against the files in `directory`, killed at its point."""
-    process, crash_at = parent.process, parent.crash_at
-    points = KillingRecorder(crash_at[process - 1] if process <= len(crash_at) else None,
-                             scenario=parent.scenario, process=process - 1)
-
-    def report(ended: str) -> None:
-        events = [(e.kind, e.label, e.where.turn, e.where.call, e.where.tool, e.index)
-                  for e in points.events if e.kind in ("point", "save")]
-        tell(msgspec.msgpack.encode(Report(events, ended)))
-
-    points.last_words = lambda: report("killed")
-    try:
-        points.start_process()
-        with Database(directory / TRACKER_FILE) as db:
-            world = open_world(db, job, points, variant.tracker_mode, desk=variant.desk)
-            variant.loop(job, world, FileStore(directory, points, sync="none"), points).run()
-        report("returned")
-    except BaseException as error:  # noqa: BLE001 - the child reports every way it can end
-        report(ended_by(error))
-
-
 def ended_by(error: BaseException) -> str:
     """An error as one line, with the innermost line it came from."""
     frame = traceback.extract_tb(error.__traceback__)[-1]
     return f"{type(error).__name__}: {error} ({Path(frame.filename).name}:{frame.lineno})"
 
 
-def read_world(directory: Path, job: Job, variant: Variant) -> WorldState:
+def read_world(directory: Path, setup: Setup) -> WorldState:
     """What the world's database in `directory` holds now, read (never written) by the parent."""
     with Database(directory / TRACKER_FILE, readonly=True) as db:
-        return world_in(db, job, Recorder(), variant.tracker_mode, desk=variant.desk).state()
+        return world_in(db, setup.job, Recorder(), setup.variant.tracker, desk=setup.variant.desk).state()
+
+
+def files_of(directory: Path, setup: Setup) -> tuple[tuple[str, bytes], ...]:
+    """What the loop keeps in `directory`, as a value: crashlab's checkpoint, or every file a loop of yours made."""
+    if setup.variant.keeps_checkpoint:
+        return FileStore(directory, Recorder(), sync="none").files()
+    skip = {*HARNESS_FILES, TRACKER_FILE, f"{TRACKER_FILE}-wal", f"{TRACKER_FILE}-shm"}
+    return tuple(sorted((p.name, p.read_bytes()) for p in directory.iterdir() if p.is_file() and p.name not in skip))
+
+
+@contextmanager
+def directories() -> Iterator[Callable[[], Path]]:
+    """Fresh scenario directories under one root (on /dev/shm when there is one), each with an empty world.
+
+    Each new directory removes the one before, so the root holds one scenario at a time.
+    """
+    shm = Path("/dev/shm")
+    root = Path(tempfile.mkdtemp(prefix="crashlab-loop-", dir=shm if shm.is_dir() else None))
+    made: list[Path] = []
+
+    def fresh() -> Path:
+        for old in made:
+            shutil.rmtree(old, ignore_errors=True)
+        made[:] = [Path(tempfile.mkdtemp(dir=root))]
+        (made[0] / TRACKER_FILE).write_bytes(empty_world())
+        return made[0]
+
+    try:
+        yield fresh
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
 
 
 _empty: bytes = b""
@@ -212,4 +277,3 @@ def empty_world() -> bytes:
             Database(path).close()
             _empty = path.read_bytes()
     return _empty
-

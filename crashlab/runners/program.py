@@ -15,28 +15,27 @@ import fcntl
 import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
-from typing import Any
-
-import click
+from typing import Any, cast
 
 from crashlab.durable.checkpoint import Checkpoint, CheckpointError
 from crashlab.durable.store import CHECKPOINT, FileStore
 from crashlab.engine.points import Recorder
+from crashlab.engine.scenario import Setup
+from crashlab.errors import BadInput
 from crashlab.job import Call, Job
-from crashlab.loops.agent import AgentLoop
-from crashlab.loops.tools import toolbox
-from crashlab.report.story import describe
-from crashlab.runners.forked import KillingRecorder
-from crashlab.world import Record
+from crashlab.loops import VARIANTS
+from crashlab.loops.agent import Agent
+from crashlab.runners.forked import KillingRecorder, life_in
+from crashlab.world import Record, TrackerMode
 from crashlab.world.sqlite import TRACKER_FILE, Database, PersonFactory, SqlitePerson, WorldError, open_world
 
 LOCK_FILE = "lock"
 
 
-class RunError(ValueError):
+class RunError(BadInput):
     """A run that must not start: the message is one line naming the directory and the problem."""
 
 
@@ -62,65 +61,20 @@ def locked(directory: Path) -> Iterator[None]:
         os.close(fd)
 
 
-def echo_err(line: str) -> None:
-    click.echo(line, err=True)
-
-
-class AnsweringPerson(SqlitePerson):
-    """A person of `crashlab run`: counted and noted as the scripted person is; how they answer varies."""
-
-    def did_it_happen(self, call: Call) -> int | None:
-        self.points.guard("a question put to the person")
-        self.asks += 1
-        question = f"Did call {call.id} ({call.tool}) reach the tracker?"
-        answer = self.answer(question, call, self.tracker.made_by(call.id))
-        self.points.note("ask", call.tool, call=call.id, question=question, answer=answer)
-        return answer
-
-    def decide(self, call: Call) -> bool:
-        return self.approve(call)  # the question was counted when it was put (Person.asked_to_approve)
-
-    def answer(self, question: str, call: Call, made: list[Record]) -> int | None:
-        raise NotImplementedError
-
-    def approve(self, call: Call) -> bool:
-        raise NotImplementedError
-
-
-class TerminalPerson(AnsweringPerson):
-    """Asks the human at the terminal, showing what the tracker holds for the call in question."""
-
-    def answer(self, question: str, call: Call, made: list[Record]) -> int | None:
-        echo_err(f"{call.id} has an attempt marker and no result: only you can say whether it happened.")
-        echo_err(f"The tracker holds for call {call.id}:")
-        for record in made:
-            echo_err(f"  {describe(record)}  key {record.key or '-'}  {record.text.splitlines()[0]!r}")
-        if not made:
-            echo_err("  nothing")
-        choices = [str(r.number) for r in made] + ["no"]
-        reply = click.prompt(f"{question} Its number, or no", type=click.Choice(choices), default=choices[0], err=True)
-        return None if reply == "no" else int(reply)
-
-    def approve(self, call: Call) -> bool:
-        args = ", ".join(f"{name}={value!r}" for name, value in call.args.items())
-        return click.confirm(f"Approve call {call.id}: {call.tool}({args})?", default=None, err=True)
-
-
-class NoPerson(AnsweringPerson):
+class NoPerson(SqlitePerson):
     """Refuses every gated call and denies every call happened: what a wrong "no" costs shows."""
 
-    def answer(self, question: str, call: Call, made: list[Record]) -> int | None:
+    def answer(self, call: Call, made: list[Record]) -> int | None:
         return None
 
-    def approve(self, call: Call) -> bool:
+    def decide(self, call: Call) -> bool:
         return False
 
 
-#: `--person`: who answers the loop's questions. `auto` and `yes` are the sweep's scripted person:
-#: it answers from the tracker's records (it cannot give a number the tracker does not hold) and
-#: approves every gated call.
+#: `--person`: who answers the loop's questions, but for the person at a terminal, whom the command
+#: line brings. `auto` and `yes` are the sweep's scripted person: it answers from the tracker's records
+#: (it cannot give a number the tracker does not hold) and approves every gated call.
 PERSONS: dict[str, PersonFactory] = {
-    "ask": TerminalPerson,
     "yes": partial(SqlitePerson, approves=True),
     "no": NoPerson,
     "auto": SqlitePerson,
@@ -146,7 +100,8 @@ class RunDir:
         if not self.path.is_dir():
             raise RunError(f"{self.path}: no such run directory")
         if not self.tracker.is_file():
-            raise RunError(f"{self.path}: not a run directory (no {TRACKER_FILE}); make one with crashlab run JOB --dir {self.path}")
+            raise RunError(f"{self.path}: not a run directory (no {TRACKER_FILE}); make one with crashlab run JOB "
+                           f"--dir {self.path}")
         return self
 
     def load(self, points: Recorder) -> Checkpoint | None:
@@ -169,17 +124,18 @@ def check_belongs(checkpoint: Checkpoint, job: Job, where: Path) -> None:
     """Refuse a checkpoint whose saved replies are not this job's: resuming it would mix two runs."""
     for turn in checkpoint.turns:
         if turn.number > len(job.turns) or job.turns[turn.number - 1].calls != turn.calls:
-            raise RunError(f"{where} belongs to another job: its turn {turn.number} is not turn {turn.number} of {job.source}")
+            raise RunError(f"{where} belongs to another job: its turn {turn.number} is not turn {turn.number} of "
+                           f"{job.source}")
 
 
-def run(job: Job, directory: Path, tracker_mode: str | None = None, person: str = "ask",
-        kill_at: int | None = None, pace: float = 0.0, echo: Callable[[str], None] = echo_err) -> Finished:
+def run(job: Job, directory: Path, tracker_mode: TrackerMode | None = None, person: PersonFactory = SqlitePerson,
+        kill_at: int | None = None, pace: float = 0.0, echo: Callable[[str], None] | None = None) -> Finished:
     """One process of the agent's loop over the run directory: start, resume, or say it is done.
 
-    `tracker_mode` None means the directory's own (keyed for a new one); any other must match it.
+    It lives its life as every process of a sweep killed for real does (`crashlab.runners.forked`),
+    here in this process, with its checkpoint fully synced. `tracker_mode` None means the
+    directory's own (keyed for a new one); any other must match it.
     """
-    if person not in PERSONS:
-        raise RunError(f"unknown person {person!r} (valid: {', '.join(PERSONS)})")
     if not directory.parent.is_dir():
         raise RunError(f"cannot make run directory {directory}: {directory.parent} does not exist")
     try:
@@ -189,27 +145,30 @@ def run(job: Job, directory: Path, tracker_mode: str | None = None, person: str 
     except OSError as error:
         raise RunError(f"cannot make run directory {directory}: {error.strerror}") from None
     files = RunDir(directory)
-    points = KillingRecorder(kill_at, pace, echo)
+    say = echo or (lambda line: None)
     with locked(directory):
-        checkpoint = files.load(points)
+        checkpoint = files.load(Recorder())
         if checkpoint is not None:
             if not files.tracker.is_file():
                 raise RunError(f"{files.checkpoint} has no tracker beside it: {files.tracker} is missing")
             check_belongs(checkpoint, job, files.checkpoint)
         try:
             with Database(files.tracker) as db:
-                mode = tracker_mode or db.meta("tracker") or "keyed"
-                world = open_world(db, job, points, mode, PERSONS[person])
+                mode = cast(TrackerMode, tracker_mode or db.meta("tracker") or "keyed")  # open_world checks it
+                world = open_world(db, job, Recorder(), mode, person)  # refuses another job's, or tracker's
                 if checkpoint is not None and checkpoint.finished:
                     return Finished(checkpoint, world.tracker.records, already=True)
-                echo(f"resuming {directory} ({mode} tracker): {checkpoint.summary()}" if checkpoint
-                     else f"new run of {job.name} in {directory} ({mode} tracker)")
-                points.start_process()
-                store = FileStore(directory, points)
-                AgentLoop(job, world, store, points, toolbox(mode)).run()
-                return Finished(store.load(), world.tracker.records, already=False)
         except WorldError as error:
             raise RunError(str(error)) from None
+        say(f"resuming {directory} ({mode} tracker): {checkpoint.summary()}" if checkpoint
+            else f"new run of {job.name} in {directory} ({mode} tracker)")
+        agent = Agent(mode, random_ids=True)
+        setup = Setup(replace(VARIANTS[agent.slug], entry=agent.entry), job)
+        points = KillingRecorder(kill_at, pace, echo)
+        points.start_process()
+        life_in(directory, setup, points, person, sync="full")
+        with Database(files.tracker, readonly=True) as db:
+            return Finished(files.load(Recorder()) or Checkpoint.new(job.run), db.records(), already=False)
 
 
 def tracker_rows(directory: Path) -> list[dict[str, Any]]:

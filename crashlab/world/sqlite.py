@@ -22,8 +22,22 @@ from pathlib import Path
 from typing import Any
 
 from crashlab.engine.points import Recorder
+from crashlab.errors import BadInput
 from crashlab.job import Call, Job
-from crashlab.world import TRACKER_MODES, ApprovalDesk, Fenced, Model, Person, Record, Tracker, TrackerProtocol, World
+from crashlab.world import (
+    TRACKER_MODES,
+    ApprovalDesk,
+    DeskMode,
+    Fenced,
+    Model,
+    Person,
+    Record,
+    TrackerMode,
+    TrackerProtocol,
+    Wire,
+    World,
+)
+from crashlab.world.tracker import Modes
 
 #: The world's file, in a run directory or a scenario's.
 TRACKER_FILE = "tracker.sqlite"
@@ -47,7 +61,7 @@ CREATE TABLE IF NOT EXISTS decisions (key TEXT PRIMARY KEY, approved INTEGER NOT
 """
 
 
-class WorldError(ValueError):
+class WorldError(BadInput):
     """A database that belongs to another job or another kind of tracker, or is not crashlab's."""
 
 
@@ -130,16 +144,15 @@ class Database:
         return [Record(kind, number, call, key, issue, text) for kind, number, call, key, issue, text in rows]
 
 
-class SqliteTracker:
+class SqliteTracker(Modes):
     """The tracker of `crashlab.world.Tracker`, with its records and keys in a database file.
 
-    Numbering is the same (issues and comments each from 1), and so are the modes: ``keyed``
-    honours a key, ``lookup`` remembers it only to answer lookups, ``fencing`` also fences a key a
-    lookup did not find (in the members table), ``keyless`` ignores it. A search
-    reads the records and matches in Python, as the in-memory one does (SQL's lower() is ASCII only).
+    Numbering is the same (issues and comments each from 1), and so are the modes (`Modes`):
+    ``keyed`` honours a key, ``lookup`` remembers it only to answer lookups, ``fencing`` also fences
+    a key a lookup did not find (in the members table), ``keyless`` ignores it.
     """
 
-    def __init__(self, points: Recorder, db: Database, mode: str = "keyed"):
+    def __init__(self, points: Recorder, db: Database, mode: TrackerMode = "keyed"):
         if mode not in TRACKER_MODES:
             raise ValueError(f"unknown tracker mode {mode!r} (valid: {', '.join(TRACKER_MODES)})")
         self.points = points
@@ -150,13 +163,6 @@ class SqliteTracker:
     @property
     def records(self) -> list[Record]:
         return self.db.records()
-
-    # What a mode means, and what a search finds in the records, are the in-memory tracker's own.
-    honours_keys = Tracker.honours_keys
-    answers_lookups = Tracker.answers_lookups
-    fences = Tracker.fences
-    search = Tracker.search
-    commit = ""  # a durable tracker: see `unsaved`
 
     def request(self, call: Call, args: dict[str, Any], key: str | None = None) -> int:
         """Apply a changing request; the record and its key are committed before the answer leaves."""
@@ -170,7 +176,10 @@ class SqliteTracker:
             if known is None:
                 kind = "issue" if call.tool == "create_issue" else "comment"
                 (number,) = sql.execute("SELECT COUNT(*) + 1 FROM records WHERE kind = ?", (kind,)).fetchone()
-                issue, text = (None, f"{args['title']}\n{args['body']}") if kind == "issue" else (args["issue"], args["body"])
+                if kind == "issue":
+                    issue, text = None, f"{args['title']}\n{args['body']}"
+                else:
+                    issue, text = args["issue"], args["body"]
                 sql.execute(
                     "INSERT INTO records (kind, number, call, key, issue, text) VALUES (?, ?, ?, ?, ?, ?)",
                     (kind, number, call.id, key, issue, text),
@@ -298,8 +307,7 @@ class SqlitePerson(Person):
         self.db = db
         self.tracker = tracker
         self.approves = approves
-        self.wrong_at = 0  # an honest person: the fault `wrong-answer` runs in process only
-        self.earlier = 0  # one run per world: the fault `reused-run-id` runs in process only
+        self.earlier = 0  # one run per world file
 
 
 class SqliteModel(Model):
@@ -311,15 +319,14 @@ class SqliteModel(Model):
         self.points = points
         self.db = db
         self.job = job
-        self.drift, self.asked = "", {}  # scripted: the fault `drifting-model` runs in process only
 
 
 #: Builds the person of a world in a database: `SqlitePerson` answers as the scripted person does.
 PersonFactory = Callable[[Recorder, Database, TrackerProtocol], Person]
 
 
-def open_world(db: Database, job: Job, points: Recorder, tracker_mode: str = "keyed",
-               person: PersonFactory = SqlitePerson, desk: str = "remembers") -> World:
+def open_world(db: Database, job: Job, points: Recorder, tracker_mode: TrackerMode = "keyed",
+               person: PersonFactory = SqlitePerson, desk: DeskMode = "remembers") -> World:
     """The world of `job` in `db`: made on first use, and refused if it was made for another job or tracker.
 
     The job's name and the tracker's mode are claimed by the first process, so a later one cannot
@@ -336,8 +343,8 @@ def open_world(db: Database, job: Job, points: Recorder, tracker_mode: str = "ke
     return world_in(db, job, points, tracker_mode, person, desk)
 
 
-def world_in(db: Database, job: Job, points: Recorder, tracker_mode: str = "keyed",
-             person: PersonFactory = SqlitePerson, desk: str = "remembers") -> World:
+def world_in(db: Database, job: Job, points: Recorder, tracker_mode: TrackerMode = "keyed",
+             person: PersonFactory = SqlitePerson, desk: DeskMode = "remembers") -> World:
     """The world in `db` as it stands, claiming nothing: for a look at it, as the harness takes after a death."""
     tracker = SqliteTracker(points, db, tracker_mode)
     someone = person(points, db, tracker)
@@ -345,4 +352,5 @@ def world_in(db: Database, job: Job, points: Recorder, tracker_mode: str = "keye
         approvals = ApprovalDesk(points, someone, desk, DurableSet(db, "pending"), Decisions(db))
     else:
         approvals = ApprovalDesk(points, someone, desk)
-    return World(tracker, someone, approvals, SqliteModel(points, db, job), DurableSet(db, "servers_died"))
+    return World(tracker, someone, approvals, SqliteModel(points, db, job), Wire(tracker),
+                 DurableSet(db, "servers_died"))

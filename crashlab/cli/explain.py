@@ -1,0 +1,77 @@
+"""`crashlab explain` and `crashlab points`: one scenario's story, and where a loop can die."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import click
+
+from crashlab.cli.options import check_handles, job_option, open_job
+from crashlab.engine.scenario import ScenarioError, Setup
+from crashlab.job import shown
+from crashlab.loops import VARIANTS
+from crashlab.report import story as stories
+from crashlab.runners import RunnerSpec
+
+
+@click.command()
+@click.argument("scenario")
+@job_option
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def explain(scenario: str, job_spec: str, fmt: str) -> None:
+    """Tell the story of one SCENARIO, process by process, and its verdict.
+
+    SCENARIO is SLUG:I (crash the first process at its I-th point) or SLUG:I:J (also crash the
+    restart at its J-th point), as `crashlab points` numbers them and `crashlab sweep --list` lists
+    them; a scenario swept under faults names them after the slug, and the state each death left
+    after its point: keys-markers+power-cut=file:12~2:3~1. The ID alone says how to run it again.
+    A loop that runs only for real (langgraph-plain:14, dbos-plain:2) is killed for real again.
+    """
+    job = open_job(job_spec)
+    run, calls = stories.find_scenario(scenario, job, VARIANTS)
+    told = stories.story(run, calls)
+    click.echo(json.dumps(told, indent=2) if fmt == "json" else stories.render(told))
+
+
+@click.command()
+@click.argument("slug")
+@job_option
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def points(slug: str, job_spec: str, fmt: str) -> None:
+    """List the crash points of SLUG's uninterrupted run.
+
+    Each point: its index (the I of scenario SLUG:I), its label and which occurrence of that label it
+    is, where it falls (turn, call, tool), and what is durable there: the checkpoint on disk and the
+    tracker's records. A crash at that point leaves exactly this for the restart. In text, each line is
+    cut to the terminal's width (…); --format json gives every record in full.
+    """
+    if slug not in VARIANTS:
+        raise ScenarioError(f"unknown variant {shown(slug)} (valid: {', '.join(VARIANTS)})")
+    variant = VARIANTS[slug]
+    job = open_job(job_spec)
+    check_handles(job, [variant])
+    with RunnerSpec("in-process" if "in-process" in variant.runners else "forked").open() as runner:
+        rows = stories.point_rows(runner.scenario(Setup(variant, job), ()))
+    if fmt == "json":
+        click.echo(json.dumps(rows, indent=2))
+        return
+    click.echo("\n".join(point_lines(rows, shutil.get_terminal_size((120, 24)).columns)))
+
+
+def point_lines(rows: list[dict], width: int) -> list[str]:
+    """The points as aligned lines, each at most `width` characters.
+
+    Only the short fields (index, point, where) are aligned; what is durable, which grows with the job,
+    ends the line and is cut at the width, so the output grows linearly with the points.
+    """
+    cells = [(str(r["index"]), f"{r['label']} #{r['occurrence']}", r["where"],
+              f"{r['checkpoint']} | {', '.join(r['tracker']) or '-'}") for r in rows]
+    heads = ("#", "point", "where", "on disk | tracker")
+    widths = [max(len(c[k]) for c in [heads, *cells]) for k in range(3)]
+
+    def line(c: tuple[str, ...]) -> str:
+        text = f"{c[0]:>{widths[0]}}  {c[1]:<{widths[1]}}  {c[2]:<{widths[2]}}  {c[3]}"
+        return text if len(text) <= width else text[: max(width - 1, 0)] + "…"
+
+    return [line(heads), *map(line, cells)]

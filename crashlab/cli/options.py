@@ -1,0 +1,128 @@
+"""What several commands take: the job, the variants (one vocabulary for all), the faults and their settings."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from crashlab.engine.variant import Variant
+from crashlab.errors import BadInput
+from crashlab.faults import Faults, registry
+from crashlab.job import Job, find_job, shown
+from crashlab.loops import FAMILIES, VARIANTS
+from crashlab.world import TRACKER_MODES
+
+DEFAULT_JOB = "triage"
+#: `--depth`: deeper than this, the scenarios of even a small job outnumber what a machine can run.
+MAX_DEPTH = 8
+#: `--workers`: more processes than this is a typo, not a machine.
+MAX_WORKERS = 1024
+FORMATS = ("table", "json", "csv")
+
+Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
+
+
+def open_job(spec: str) -> Job:
+    """The job `--job` names: a shipped job by name, or a file by path."""
+    return find_job(spec)
+
+
+job_option = click.option(
+    "--job", "job_spec", default=DEFAULT_JOB, show_default=True, metavar="NAME|FILE",
+    help="The scripted job: a shipped job's name (see `crashlab jobs`) or a YAML file. A value that is an "
+         "existing file, holds a '/' or ends in .yaml is a path.",
+)
+
+
+def names(spec: str, valid: dict, what: str) -> list[str]:
+    """A comma-separated list of names from `valid`, each named once."""
+    chosen = [name.strip() for name in spec.split(",")]
+    for k, name in enumerate(chosen):
+        if name not in valid:
+            raise BadInput(f"unknown {what} {shown(name)} (valid: all, {', '.join(valid)})")
+        if name in chosen[:k]:
+            raise BadInput(f"{what} {name!r} is named twice in {shown(spec)}")
+    return chosen
+
+
+def variant_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """--loop, --variant and --tracker: one vocabulary of variants, shared by every command that sweeps."""
+    command = click.option(
+        "--tracker", metavar="all|MODE[,MODE...]",
+        help=f"Short for --variant agent-MODE: the agent's loop against trackers {', '.join(TRACKER_MODES)}.",
+    )(command)
+    command = click.option(
+        "--variant", metavar="all|SLUG[,SLUG...]",
+        help=f"Which variants, each named once: {', '.join(VARIANTS)}. [default: all of --loop]",
+    )(command)
+    return click.option(
+        "--loop", type=click.Choice(list(FAMILIES)),
+        help="Whose variants 'all' means: the chapter's five designs, crashlab's own agent loop, or the job as a "
+             "LangGraph agent or a DBOS workflow (these run only killed for real, --kill). [default: designs]",
+    )(command)
+
+
+def choose_variants(loop: str | None, variant: str | None, tracker: str | None) -> list[Variant]:
+    """The variants a command runs: one vocabulary, the registry's slugs, whatever the options say.
+
+    `--variant` names variants of any loop; `--loop` (designs by default) says whose variants `all`
+    means, and `--tracker MODE` is shorthand for `--variant agent-MODE`. Combinations that contradict
+    each other are refused rather than one of them ignored.
+    """
+    if variant is not None and tracker is not None:
+        raise BadInput("give --variant or --tracker, not both (--tracker MODE is short for --variant agent-MODE)")
+    if tracker is not None:
+        if loop not in (None, "agent"):
+            raise BadInput(f"--tracker chooses the agent loop's trackers; --loop {loop} has none (drop --loop {loop})")
+        modes = list(TRACKER_MODES) if tracker == "all" else names(tracker, dict.fromkeys(TRACKER_MODES), "tracker")
+        return [VARIANTS[f"agent-{mode}"] for mode in modes]
+    family = FAMILIES[loop or "designs"]
+    if variant is None or variant == "all":
+        return [v for v in family.values() if v.in_all]
+    chosen = [VARIANTS[slug] for slug in names(variant, VARIANTS, "variant")]
+    if loop is not None:
+        strangers = [v.slug for v in chosen if v.slug not in family]
+        if strangers:
+            raise BadInput(f"--loop {loop} has no variant {strangers[0]!r} (its variants: {', '.join(family)})")
+    return chosen
+
+
+def check_handles(job: Job, variants: list[Variant]) -> None:
+    for variant in variants:
+        if reason := variant.refuses(job):
+            raise BadInput(reason)
+
+
+def fault_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """--fault, as often as faults are to be composed, and each installed fault's setting as an option of its own."""
+    for fault in reversed(list(registry().values())):
+        setting = fault.setting
+        if setting is not None:
+            command = click.option(f"--{setting.option}", type=click.Choice(setting.choices), default=None,
+                                   show_default=setting.default, help=setting.help)(command)
+    return click.option(
+        "--fault", "fault_slugs", type=click.Choice([*registry(), "all"]), multiple=True,
+        help="What breaks, beyond the loop's process (see `crashlab faults`); give it again to compose faults in "
+             "one sweep. all sweeps each fault at each of its settings and ends with the matrix of worst "
+             "outcomes. [default: crash]",
+    )(command)
+
+
+def faults_of(slugs: tuple[str, ...], settings: dict[str, str | None]) -> Faults:
+    """The faults `--fault` names, at the settings their options give; a setting without its fault is refused."""
+    for k, slug in enumerate(slugs):
+        if slug in slugs[:k]:
+            raise BadInput(f"--fault {slug} is named twice")
+    chosen = [registry()[slug] for slug in slugs]
+    for fault in registry().values():
+        setting = fault.setting
+        if setting is not None and settings.get(setting.option) is not None and fault not in chosen:
+            raise BadInput(f"--{setting.option} is the {fault.slug} fault's setting: it needs --fault {fault.slug}")
+    return Faults.of(f.configured(settings.get(f.setting.option) if f.setting else None) for f in chosen)
+
+
+def setting_names() -> list[str]:
+    """The option name of every installed fault's setting: the keyword arguments `fault_options` adds."""
+    return [f.setting.option for f in registry().values() if f.setting is not None]

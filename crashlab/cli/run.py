@@ -1,0 +1,124 @@
+"""`crashlab run`, `crashlab tracker show`, `crashlab checkpoint show`: the agent's loop as a real program."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from crashlab.cli.options import open_job
+from crashlab.job import Call
+from crashlab.report.story import describe
+from crashlab.report.tables import grid
+from crashlab.runners import program
+from crashlab.world import TRACKER_MODES, Record
+from crashlab.world.sqlite import SqlitePerson
+
+
+def say(line: str) -> None:
+    click.echo(line, err=True)
+
+
+class TerminalPerson(SqlitePerson):
+    """Asks the human at the terminal, showing what the tracker holds for the call in question."""
+
+    def answer(self, call: Call, made: list[Record]) -> int | None:
+        say(f"{call.id} has an attempt marker and no result: only you can say whether it happened.")
+        say(f"The tracker holds for call {call.id}:")
+        for record in made:
+            say(f"  {describe(record)}  key {record.key or '-'}  {record.text.splitlines()[0]!r}")
+        if not made:
+            say("  nothing")
+        choices = [str(r.number) for r in made] + ["no"]
+        question = f"Did call {call.id} ({call.tool}) reach the tracker?"
+        reply = click.prompt(f"{question} Its number, or no", type=click.Choice(choices), default=choices[0], err=True)
+        return None if reply == "no" else int(reply)
+
+    def decide(self, call: Call) -> bool:
+        args = ", ".join(f"{name}={value!r}" for name, value in call.args.items())
+        return click.confirm(f"Approve call {call.id}: {call.tool}({args})?", default=None, err=True)
+
+
+#: `--person`: who answers the loop's questions.
+PERSONS = {"ask": TerminalPerson, **program.PERSONS}
+
+
+@click.command("run")
+@click.argument("job_path", metavar="JOB")
+@click.option("--dir", "directory", required=True, type=click.Path(path_type=Path), metavar="DIR",
+              help="The run directory: tracker.sqlite, checkpoint.json and lock. Made if absent; its parent must "
+                   "exist.")
+@click.option("--tracker", "tracker_mode", type=click.Choice(TRACKER_MODES),
+              help="What the tracker does with keys. Default: the directory's own, keyed for a new one; "
+                   "a directory is never resumed under another.")
+@click.option("--person", type=click.Choice(list(PERSONS)), default="ask", show_default=True,
+              help="Who answers: ask (on the terminal, showing the tracker's records); auto or yes (from the "
+                   "tracker's records, approving every gated call); no (refuses every gated call, denies every call).")
+@click.option("--crash-at", "kill_at", type=click.IntRange(min=1), metavar="N",
+              help="SIGKILL this process at its N-th crash point (numbered as the sweep numbers them).")
+@click.option("--pace", type=click.FloatRange(min=0), default=0.0, metavar="SECONDS",
+              help="Sleep SECONDS at every crash point, to leave time to kill it by hand.")
+def run(job_path: str, directory: Path, tracker_mode: str | None, person: str, kill_at: int | None,
+        pace: float) -> None:
+    """Run JOB with the agent's own loop as a real process, against a SQLite tracker in DIR.
+
+    Kill it at any moment (Ctrl-C, kill -9) and run the same command again: it resumes from
+    DIR/checkpoint.json and finishes with no duplicate and nothing lost under the keyed or lookup
+    tracker (under keyless it asks the person). Each crash point is printed to stderr as it passes.
+    Run again after it finished, it says so and changes nothing. Only one run at a time may use DIR.
+
+    \b
+    crashlab run triage --dir run1 --pace 0.5     then kill -9 it, and run it again
+    crashlab tracker show run1                                   what the tracker holds
+    crashlab checkpoint show run1                                what the checkpoint holds
+    """
+    job = open_job(job_path)
+    finished = program.run(job, directory, tracker_mode, PERSONS[person], kill_at, pace, say)  # type: ignore[arg-type]
+    held = ", ".join(describe(r) for r in finished.records) or "nothing"
+    if finished.already:
+        click.echo(f"{directory}: already finished, nothing to do. The tracker holds {held}.")
+    else:
+        click.echo(f"finished: {finished.checkpoint.answer}")
+        click.echo(f"the tracker holds {held}")
+
+
+@click.group("tracker")
+def tracker() -> None:
+    """Look at a run directory's tracker."""
+
+
+@tracker.command("show")
+@click.argument("directory", metavar="DIR", type=click.Path(path_type=Path))
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+def tracker_show(directory: Path, fmt: str) -> None:
+    """List DIR's tracker records in the order they were made, marking a call's duplicates.
+
+    A duplicate is a second record made by the same script call: the work was done twice.
+    """
+    rows = program.tracker_rows(directory)
+    if fmt == "json":
+        click.echo(json.dumps(rows, indent=2))
+        return
+    body = [[r["kind"], r["number"], r["call"], r["key"] or "-", r["issue"] or "",
+             r["text"].splitlines()[0], "DUPLICATE" if r["duplicate"] else ""] for r in rows]
+    click.echo(grid(body, ["kind", "#", "call", "key", "on", "text", "dup"], "simple") if rows else "no records")
+
+
+@click.group("checkpoint")
+def checkpoint() -> None:
+    """Look at a run directory's checkpoint."""
+
+
+@checkpoint.command("show")
+@click.argument("directory", metavar="DIR", type=click.Path(path_type=Path))
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def checkpoint_show(directory: Path, fmt: str) -> None:
+    """Print DIR's checkpoint: in the short form explain uses, or its JSON.
+
+    \b
+    T1 closed A=1 B=2 · T2 open S=[1] C:marker
+    turn 1 closed with results for A and B; turn 2 open, S's result saved, C's attempt marker with no result
+    """
+    saved = program.read_checkpoint(directory)
+    click.echo(json.dumps(json.loads(saved.to_json()), indent=2) if fmt == "json" else saved.summary())

@@ -1,0 +1,220 @@
+"""`crashlab sweep`: crash a loop at every point, and its restart at every point, and count the damage."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+import time
+from collections.abc import Iterable, Iterator
+from typing import Any, cast
+
+import click
+
+from crashlab.cli.options import (
+    FORMATS,
+    MAX_DEPTH,
+    MAX_WORKERS,
+    check_handles,
+    choose_variants,
+    fault_options,
+    faults_of,
+    job_option,
+    open_job,
+    variant_options,
+)
+from crashlab.engine.parallel import default_workers
+from crashlab.engine.scenario import ScenarioResult, Setup
+from crashlab.engine.sweep import sweep_all
+from crashlab.engine.tree import Row, VariantSweep
+from crashlab.engine.variant import Variant
+from crashlab.errors import BadInput, CheckFailed
+from crashlab.faults import every_setting
+from crashlab.job import Job
+from crashlab.loops import VARIANTS
+from crashlab.report import golden, matrix, tables
+from crashlab.report.results import PendingResults
+from crashlab.runners import STORE_KINDS, RunnerSpec, StoreKind, check_runs
+
+#: `sweep --list KIND`: which scenarios to list, by what their outcome shows.
+LISTS = {
+    "dups": lambda o: o.extra > 0,
+    "asks": lambda o: o.asks > 0,
+    "missing": lambda o: bool(o.missing),
+    "calls": lambda o: o.calls_plus > 0,
+    "stuck": lambda o: o.stuck > 0,
+    "flaky": lambda o: o.flaky > 0,
+}
+
+
+@click.command()
+@job_option
+@variant_options
+@click.option("--store", type=click.Choice(STORE_KINDS), default=None, show_default="memory; files with --kill",
+              help="Where checkpoints go: in memory, or real JSON files replaced with os.replace.")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True,
+              help="A table for people, JSON or CSV for scripts.")
+@click.option("--check", "golden_file", metavar="GOLDEN",
+              help="Exit 1, naming each difference, unless the table has exactly GOLDEN's rows and the cells of the "
+                   "columns it names.")
+@click.option("--list", "listing", type=click.Choice(list(LISTS)),
+              help="Instead of the table, list the scenarios that duplicated, asked, lost an effect, called the "
+                   "model again, got stuck or were flaky, each with the command that explains it.")
+@click.option("--out", metavar="DIR",
+              help="Also write scenarios.jsonl, summary.json, summary.csv and manifest.json into DIR (checked before "
+                   "the sweep; written whole at the end).")
+@click.option("--depth", type=click.IntRange(1, MAX_DEPTH), default=2, show_default=True,
+              help="Crash up to this many processes per scenario (the book's sweep is 2).")
+@click.option("--no-share", "replay", is_flag=True,
+              help="Re-execute every scenario from nothing instead of restarting from the snapshot its crash left: "
+                   "slower, and the oracle that sharing must equal.")
+@click.option("--workers", type=click.IntRange(1, MAX_WORKERS), default=default_workers, show_default="the cores",
+              help="Processes to spread the sweep over, by first crash point. The output is the same for any number.")
+@click.option("--scheduler", metavar="tcp://HOST:PORT",
+              help="Send the work to this running Dask scheduler instead (needs crashlab[dask]); same output.")
+@fault_options
+@click.option("--kill", is_flag=True,
+              help="Run every process of every scenario on the forked runner: a real OS process, forked from this "
+                   "one, that SIGKILLs itself at its crash point, over a world in SQLite and a checkpoint file. "
+                   "It re-executes every scenario.")
+def sweep(job_spec: str, loop: str | None, variant: str | None, tracker: str | None, store: str | None, fmt: str,
+          golden_file: str | None, listing: str | None, out: str | None, depth: int, replay: bool, workers: int,
+          scheduler: str | None, fault_slugs: tuple[str, ...], kill: bool, **settings: str | None) -> None:
+    """Crash the loop at every point, and its restart at every point, and count the damage.
+
+    \b
+    Columns (each sums over the scenarios of every depth):
+      once       crash points of the uninterrupted run: one single-crash scenario each
+                 (the agent table calls them points, and counts all scenarios)
+      twice      double-crash scenarios: the restart crashed too, at each point it reached
+      distinct   distinct durable states the scenarios' last crashes left
+      with dups  scenarios that left at least one duplicate in the tracker
+      dups       duplicate records, copies beyond the first
+      missing    changing calls that left no record at all
+      wrong      calls whose saved result names a record the call did not make
+      asks       "did it happen?" questions to a person
+      approvals  approval decisions asked of a person (agent loop)
+      calls+     model calls beyond the uninterrupted run's
+    JSON and CSV carry every count: stuck runs, orphan records and flaky scenarios too.
+    """
+    if kill and store == "memory":
+        raise BadInput("--kill needs --store files: a memory store cannot outlive a real death")
+    spec = RunnerSpec("forked" if kill else "in-process", cast(StoreKind, store or ("files" if kill else "memory")))
+    variants = choose_variants(loop, variant, tracker)
+    if "all" in fault_slugs:
+        if len(fault_slugs) > 1 or any(settings.values()):
+            raise BadInput("--fault all sweeps every fault at each of its settings: it takes no other --fault, and "
+                           "no setting")
+        if listing is not None or golden_file is not None:
+            raise BadInput("--fault all ends with the matrix of worst outcomes: --list and --check take one fault")
+        every = variant is None and tracker is None and loop is None  # the matrix: every loop of crashlab's own
+        chosen = [v for v in VARIANTS.values() if "in-process" in v.runners] if every else variants
+        return every_fault(chosen, open_job(job_spec), spec, depth, fmt, out, workers, scheduler)
+    faults = faults_of(fault_slugs, settings)
+    job = open_job(job_spec)
+    check_handles(job, variants)
+    expected = golden.read_golden(golden_file) if golden_file is not None else None
+    pending = PendingResults(out) if out is not None else None
+    try:
+        sweeps = swept([Setup(v, job, faults) for v in variants], spec, depth, not replay, workers, scheduler)
+        rows = [s.row() for s in sweeps]
+        columns = columns_for(variants, depth, rows)
+        if pending is not None:
+            pending.commit(job, rows, every_scenario(sweeps), columns)
+    finally:
+        if pending is not None:
+            pending.discard()
+    if listing is not None:
+        echo_listing(every_scenario(sweeps), listing, job_spec, fmt)
+    else:
+        formats = {"table": tables.table, "json": tables.to_json, "csv": tables.to_csv}
+        click.echo(formats[fmt](rows, columns).rstrip("\n"))
+    if out is not None:
+        click.echo(f"wrote {sum(r.scenarios for r in rows)} scenarios and the table to {out}/", err=True)
+    if expected is not None:
+        differences = golden.compare(rows, expected)
+        for line in differences:
+            click.echo(f"differs: {line}", err=True)
+        if differences:
+            raise CheckFailed(f"the table differs from {golden_file} in {len(differences)} cell(s)")
+        click.echo(f"matches {golden_file}", err=True)
+
+
+def columns_for(variants: list[Variant], depth: int, rows: list[Row]) -> tables.Columns:
+    return tables.columns_for([v.table for v in variants], depth, any(r.uncrashed for r in rows))
+
+
+def swept(setups: list[Setup], spec: RunnerSpec, depth: int, share: bool, workers: int,
+          scheduler: str | None) -> list[VariantSweep]:
+    """Sweep each setup, with a progress bar on stderr if that is a terminal and it takes a while.
+
+    The bar counts scenarios, over every worker. How many there are is known only once the restarts
+    have run, so it shows the count and the rate, not a fraction.
+    """
+    from tqdm import tqdm
+
+    with tqdm(desc="sweep", unit=" scenarios", delay=1.0, file=sys.stderr, disable=not sys.stderr.isatty(),
+              leave=False) as bar:
+        return sweep_all(setups, spec, depth, share, workers, scheduler, bar.update)
+
+
+def every_scenario(sweeps: list[VariantSweep]) -> Iterator[ScenarioResult]:
+    """Each sweep's scenarios in turn, made one at a time: a deep sweep's millions are never all held."""
+    return (result for s in sweeps for result in s.scenarios())
+
+
+def echo_listing(scenarios: Iterable[ScenarioResult], listing: str, job_spec: str, fmt: str) -> None:
+    """`sweep --list KIND`: the scenarios whose outcome KIND picks, each with the command that explains it."""
+    chosen = [r for r in scenarios if LISTS[listing](r.outcome)]
+    commands = [f"crashlab explain {r.id} --job {shlex.quote(job_spec)}" for r in chosen]
+    if fmt == "table":
+        lines = [[r.id, r.points[0] if r.points else "-", command] for r, command in zip(chosen, commands, strict=True)]
+        click.echo(tables.grid(lines) if lines else f"no scenario with {listing}")
+    else:
+        data = [{"id": r.id, "first_crash": r.points[0] if r.points else None, "command": c}
+                for r, c in zip(chosen, commands, strict=True)]
+        text = json.dumps(data, indent=2) if fmt == "json" else tables.csv_text(data, ["id", "first_crash", "command"])
+        click.echo(text.rstrip("\n"))
+
+
+def every_fault(variants: list[Variant], job: Job, spec: RunnerSpec, depth: int, fmt: str, out: str | None,
+                workers: int, scheduler: str | None) -> None:
+    """`sweep --fault all`: each fault at each of its settings, a table each, then the matrix of worst outcomes."""
+    check_handles(job, variants)
+    settings = every_setting()
+    for faults in settings:
+        for variant in variants:
+            check_runs(Setup(variant, job, faults), spec)
+    pending = PendingResults(out) if out is not None else None
+    try:
+        records: list[dict[str, Any]] = []
+        texts = []
+        for faults in settings:
+            began = time.perf_counter()
+            sweeps = swept([Setup(v, job, faults) for v in variants], spec, depth, True, workers, scheduler)
+            rows = [s.row() for s in sweeps]
+            columns = columns_for(variants, depth, rows)
+            click.echo(f"swept {faults.name}: {sum(r.scenarios for r in rows):,} scenarios in "
+                       f"{time.perf_counter() - began:.1f} s", err=True)
+            records += tables.records(rows, columns)
+            said = [" + ".join(f.slug for f in faults.members) or "crash", *(f.said for f in faults.members if f.said)]
+            texts.append(f"## {', '.join(said)}\n\n{tables.table(rows, columns)}")
+        heads, cells = matrix.matrix(records)
+        grid = tables.grid([[r["name"], *(matrix.text(r[c]) for c in heads)] for r in cells], ["name", *heads],
+                           "github")
+        text = "\n\n".join([*texts, f"## the worst outcome of each fault\n\n{grid}"])
+        if pending is not None:
+            pending.put(lambda into: matrix.write(into, job, records, heads, cells, text), matrix.FILES)
+    finally:
+        if pending is not None:
+            pending.discard()
+    if fmt == "table":
+        click.echo(text)
+    elif fmt == "json":
+        click.echo(json.dumps({"faults": records, "matrix": cells}, indent=2))
+    else:
+        flat = [{k: v for k, v in r.items() if k != "by_depth"} for r in records]
+        click.echo(tables.csv_text(flat, list(flat[0])).rstrip("\n"))
+    if out is not None:
+        click.echo(f"wrote every fault's rows, the matrix and its picture to {out}/", err=True)
+

@@ -1,0 +1,225 @@
+"""Scenarios: what one runs, its ID, one run of it, and the checks that make it sound.
+
+Scenario ``SLUG:I`` crashes the first process at its I-th crash point, then lets a restart finish;
+``SLUG:I:J`` also crashes that restart at its J-th point, and a third process finishes. Faults
+beyond the crash are named after the slug (``SLUG+power-cut=file:I~2``), so an ID alone names
+everything needed to run the scenario again.
+
+A scenario is only counted when it is sound: every process meant to die died where it was told
+and did nothing after, the last process finished the run, and each process retraced the run it
+repeats up to its crash point. Anything else is a `HarnessError` that names the scenario: the
+table of a loop that breaks these rules would be a table of fiction.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from itertools import zip_longest
+
+from crashlab.check.outcome import Outcome, outcome_of
+from crashlab.durable.checkpoint import Checkpoint
+from crashlab.durable.store import Store
+from crashlab.engine.death import Choice, Left
+from crashlab.engine.points import Recorder, Where, named
+from crashlab.engine.variant import Variant
+from crashlab.errors import BadInput, HarnessError, Stray
+from crashlab.faults import Faults, parse_tags
+from crashlab.job import Job, shown
+from crashlab.world import World
+
+#: The crash points one process passed, in order, with where the loop was: what a repeat must retrace.
+Trace = list[tuple[str, Where]]
+
+
+@dataclass(frozen=True)
+class Setup:
+    """What a scenario runs: a variant on a job, under faults."""
+
+    variant: Variant
+    job: Job
+    faults: Faults = field(default_factory=Faults)
+
+    def id(self, crashes: tuple[int, ...] = (), choices: tuple[Choice, ...] = ()) -> str:
+        return scenario_id(self.variant.slug, self.faults.tag, crashes, choices)
+
+
+def scenario_id(slug: str, tags: str, crashes: tuple[int, ...], choices: tuple[Choice, ...] = ()) -> str:
+    """``SLUG+FAULT=VALUE:I~S:J``: each crash, with the state its death left where a fault chooses one."""
+    parts = [f"{i}~{'.'.join(map(str, c))}" if c else str(i) for i, c in zip_longest(crashes, choices, fillvalue=())]
+    return slug + tags + "".join(f":{part}" for part in parts)
+
+
+#: A scenario ID: a variant's slug; its faults, ``+SLUG`` or ``+SLUG=VALUE`` each; one crash point per
+#: crashing process, after a colon, in ASCII digits, with ``~S`` (``~S.T`` for two faults that choose)
+#: for the state its death left. A sign is allowed by the grammar so that ``keys:-1`` is answered "out
+#: of range", not "malformed".
+SCENARIO_ID = re.compile(r"(?P<slug>[a-z][a-z0-9-]*)(?P<faults>(?:\+[a-z][a-z0-9-]*(?:=[A-Za-z0-9._-]+)?)*)"
+                         r"(?P<crashes>(?::-?[0-9]+(?:~[0-9]+(?:\.[0-9]+)*)?)*)")
+#: Far deeper than any sweep goes: it only keeps a pasted ID from running for ever.
+MAX_CRASHES = 100
+#: More digits than this name no crash point of any job a job file can hold.
+MAX_POINT_DIGITS = 9
+
+
+class ScenarioError(BadInput):
+    """A scenario ID that names no scenario of this job; the message gives the valid choices."""
+
+
+@dataclass(frozen=True)
+class ScenarioId:
+    """A parsed scenario ID: which variant, under which faults, and where each crashing process dies."""
+
+    variant: Variant
+    faults: Faults
+    crashes: tuple[int, ...]
+    choices: tuple[Choice, ...] = ()
+
+
+def parse_scenario_id(text: str, variants: Mapping[str, Variant]) -> ScenarioId:
+    """Parse `text` as a whole (no trailing newline, ASCII digits only), the faults it names included."""
+    match = SCENARIO_ID.fullmatch(text)
+    if not match:
+        raise ScenarioError(f"malformed scenario ID {shown(text)} (expected SLUG:I, SLUG:I:J and so on, in ASCII "
+                            f"digits, with faults as SLUG+FAULT=VALUE:I~S, e.g. after-reply:7 or "
+                            f"keys-markers+power-cut=file:12~2; SLUG is one of {', '.join(variants)})")
+    slug = match["slug"]
+    if slug not in variants:
+        raise ScenarioError(f"unknown variant {shown(slug)} (valid: {', '.join(variants)})")
+    try:
+        faults = parse_tags(match["faults"])
+    except BadInput as error:
+        raise ScenarioError(f"scenario {shown(text)}: {error}") from None
+    parts = [part.split("~") for part in match["crashes"][1:].split(":")] if match["crashes"] else []
+    if len(parts) > MAX_CRASHES:
+        raise ScenarioError(f"scenario {shown(text)} crashes {len(parts)} processes: at most {MAX_CRASHES}")
+    for number, *_ in parts:
+        if len(number.lstrip("-")) > MAX_POINT_DIGITS:
+            raise ScenarioError(f"{slug}: crash point {shown(number)} is out of range for any job")
+    if not parts and not faults.without_crash:
+        raise ScenarioError(f"scenario {shown(text)} names no crash: add one, as {slug}:1")
+    if len(parts) > (most := faults.depth(len(parts))):
+        times = "once" if most == 1 else f"{most} times"
+        raise ScenarioError(f"scenario {shown(text)} crashes {len(parts)} processes, and under its faults a scenario "
+                            f"crashes {times} at most")
+    choosing = [f.slug for f in faults.members if f.chooses]
+    choices = tuple(tuple(int(c) for c in part[1].split(".")) if len(part) > 1 else () for part in parts)
+    for choice in choices:
+        if 0 in choice:
+            raise ScenarioError(f"scenario {shown(text)}: a ~ choice is counted from 1 (~1, ~2, ...)")
+        if len(choice) != len(choosing):
+            if not choosing:
+                raise ScenarioError(f"scenario {shown(text)}: ~S names the state a death left under a fault that "
+                                    "leaves several, and this scenario has none (a wrong answer is now "
+                                    "SLUG+wrong-answer=K:I)")
+            raise ScenarioError(f"scenario {shown(text)}: under {', '.join(choosing)} every crash names the state its "
+                                f"death left, one number each: I~{'.'.join('S' * len(choosing))}")
+    return ScenarioId(variants[slug], faults, tuple(int(part[0]) for part in parts), choices)
+
+
+@dataclass
+class ScenarioRun:
+    """One scenario, run: its recorder holds the story, its world and store the end state."""
+
+    setup: Setup
+    crashes: tuple[int, ...]
+    choices: tuple[Choice, ...]
+    points: Recorder
+    world: World
+    store: Store
+    final: Checkpoint | None  # the checkpoint the last process left, for a loop that keeps crashlab's
+    finished: bool  # the last process finished the run (False: it was stuck on an unreadable checkpoint)
+    start: Left | None = None  # what the last crash left: where the last process started
+    stuck: str | None = None  # why the last process could not start: its checkpoint unreadable
+    left: tuple[str, ...] = ()  # what each death left, as people read it, where a fault made it more than a crash
+    #: Watched: for each crash point of the last process, the states a death there can leave, in groups.
+    deaths: list[list[Iterable[Left]]] | None = None
+
+    @property
+    def id(self) -> str:
+        return self.setup.id(self.crashes, self.choices)
+
+    def passed(self, process: int) -> int:
+        """How many crash points process `process` (1-based) passed, the crash point included."""
+        return sum(1 for e in self.points.events if e.kind == "point" and e.process == process)
+
+    def trace(self, process: int) -> Trace:
+        return [(e.label, e.where) for e in self.points.points(process)]
+
+    def outcome(self, baseline_calls: int, flaky: bool = False) -> Outcome:
+        """The world's counts against what the variant means to do, each effect exactly once."""
+        effects = self.setup.variant.intended(self.setup.job)
+        return outcome_of(self.world, effects, self.final, self.finished, baseline_calls, flaky)
+
+    def result(self, baseline_calls: int) -> ScenarioResult:
+        """The scenario as a sweep keeps it."""
+        crashed = [named([p.label for p in self.points.points(e.process)])[e.index - 1] for e in self.points.crashes()]
+        saves = sum(1 for e in self.points.events if e.kind == "save")
+        return ScenarioResult(self.id, self.setup.variant.slug, self.crashes, tuple(crashed),
+                              self.outcome(baseline_calls), len(self.points.points()), saves, self.choices)
+
+
+@dataclass(frozen=True)
+class ScenarioResult:
+    """The part of a run the sweep keeps: its ID, where it crashed, and its outcome."""
+
+    id: str
+    variant: str
+    crashes: tuple[int, ...]
+    points: tuple[str, ...]  # each crash's point, as label#occurrence in its process
+    outcome: Outcome
+    hits: int  # crash points passed, over all processes
+    saves: int  # checkpoint saves begun, over all processes
+    choices: tuple[Choice, ...] = ()  # under a fault that chooses: the state each crash left
+
+
+def check_death(points: Recorder, returned: bool, stuck: str | None = None) -> None:
+    """The process died where it was told and did nothing after, or it was not told to die, or it was stuck."""
+    where = f"{points.scenario}: process {points.process}"
+    if points.violations:
+        raise HarnessError(points.violations[0])
+    if stuck is not None:
+        if points.process <= len(points.crash_at):
+            raise HarnessError(f"{where} could not start, so it cannot crash at its point "
+                               f"{points.crash_at[points.process - 1]}: {stuck}")
+        if points.passed:
+            raise HarnessError(f"{where} read an unreadable checkpoint after {points.passed} crash points: {stuck}")
+        return
+    if points.dead is None and not returned:
+        raise HarnessError(f"{where} raised Crash without reaching a crash point of its own")
+    if points.dead is not None and returned:
+        raise HarnessError(
+            f"{where} died at its point {points.dead.index} ({points.dead.label}) but its loop returned: "
+            "it caught its own Crash (a bare except, or except BaseException)"
+        )
+    if points.dead is None and points.process <= len(points.crash_at):
+        raise Stray(
+            f"{where} finished after {points.passed} crash points and never reached its crash point "
+            f"{points.crash_at[points.process - 1]}"
+        )
+
+
+def check_finished(points: Recorder, store: Store) -> Checkpoint:
+    """The finished checkpoint the last process left durable; anything else fails the scenario."""
+    final = store.read()
+    if final is None or not final.finished:
+        found = final.summary() if final else "nothing"
+        raise HarnessError(
+            f"{points.scenario}: process {points.process} returned, but the run is not finished "
+            f"(the durable checkpoint: {found})"
+        )
+    return final
+
+
+def check_retrace(run: ScenarioRun, process: int, expected: Trace, of: str) -> None:
+    """A process repeats what it repeats: up to its crash, its points are those of the run it retraces."""
+    got = run.trace(process)
+    if got == expected[: len(got)]:
+        return
+    k = next((k for k, (a, b) in enumerate(zip(got, expected, strict=False)) if a != b), min(len(got), len(expected)))
+    got_names, expected_names = named([label for label, _ in got]), named([label for label, _ in expected])
+    saw = f"{got_names[k]} ({got[k][1]})" if k < len(got) else "nothing more"
+    meant = f"{expected_names[k]} ({expected[k][1]})" if k < len(expected) else "nothing more"
+    raise Stray(f"{run.id}: the loop is not deterministic: process {process} passed {saw} at its point {k + 1}, "
+                f"where {of} passed {meant}")

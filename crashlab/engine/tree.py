@@ -1,0 +1,370 @@
+"""The sweep: crash a loop at every point it reaches, and at every point its restart reaches too.
+
+A sweep is a tree of lives rooted in the uninterrupted run: the life after a crash at point j of
+its parent is the restart from what that death left. Shared, the tree grows from snapshots (each
+restart starts from the durable state its crash left, and equal states share one life); replayed,
+every scenario is re-executed from nothing, the oracle sharing must equal. Each first crash's
+subtree is a `Branch`, a plain value that can grow in another process or on another machine.
+Every count is read from the world after a scenario has run; nothing is computed by formula.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, replace
+from itertools import zip_longest
+from operator import attrgetter
+from typing import TYPE_CHECKING
+
+from crashlab.check.outcome import COUNT_KEYS, Counts, Outcome
+from crashlab.engine.death import Choice, Left
+from crashlab.engine.points import named
+from crashlab.engine.scenario import ScenarioResult, ScenarioRun, Setup, Trace, check_retrace, scenario_id
+from crashlab.errors import Stray
+from crashlab.faults import Faults
+
+if TYPE_CHECKING:
+    from crashlab.runners import Runner
+
+Advance = Callable[[int], None]
+
+
+def _ignore(n: int) -> None:
+    pass
+
+
+@dataclass(frozen=True)
+class Tally(Counts):
+    """Sums over a set of scenarios: what a row shows, and the crash-point hits and saves they took."""
+
+    by_depth: tuple[int, ...] = ()  # scenarios by number of crashes: one crash first
+    uncrashed: int = 0  # scenarios with no crash at all (a fault that breaks something without one)
+    hits: int = 0
+    saves: int = 0
+
+    @classmethod
+    def one(cls, outcome: Outcome, hits: int, saves: int, crashes: int = 1) -> Tally:
+        """One scenario of `crashes` crashes, counted as the row counts it."""
+        depths = (0,) * (crashes - 1) + (1,) if crashes else ()
+        return cls(*_counts(Counts.of(outcome)), depths, int(not crashes), hits, saves)  # type: ignore[call-arg]
+
+    @property
+    def scenarios(self) -> int:
+        return sum(self.by_depth) + self.uncrashed
+
+    def __add__(self, other: Tally) -> Tally:
+        depths = tuple(map(sum, zip_longest(self.by_depth, other.by_depth, fillvalue=0)))
+        counts = list(map(int.__add__, _counts(self), _counts(other)))
+        return Tally(*counts, depths, *map(int.__add__, _own(self), _own(other)))  # type: ignore[arg-type, call-arg]
+
+    def behind(self, hits: int, saves: int) -> Tally:
+        """These scenarios, each behind one more crash, of a process that took `hits` points and `saves` saves."""
+        n = self.scenarios
+        return Tally(*_counts(self), (self.uncrashed, *self.by_depth), 0, self.hits + n * hits,  # type: ignore[call-arg]
+                     self.saves + n * saves)
+
+
+#: A tally's counts, in field order, and its own sums after them: read at speed, as the tree adds tallies up.
+_counts = attrgetter(*COUNT_KEYS)
+_own = attrgetter("uncrashed", "hits", "saves")
+
+
+@dataclass(frozen=True, eq=False)
+class Life:
+    """One process's life, from the state its predecessor's death left to the finished run.
+
+    A life is also a scenario: the one whose crashes led to it, and which ends when it finishes.
+    `after[c]` is the life that follows its crash `forks[c]`, a crash at its j-th point that left the
+    state its faults' `choice` names, for as long as the sweep's depth allows. When equal states
+    share one life, the tree is a DAG; every path through it is still a scenario of its own.
+    """
+
+    state: bytes  # the fingerprint of the durable state it started from; b"" for the first process
+    outcome: Outcome
+    hits: int  # crash points it passed
+    saves: int  # saves it began
+    labels: tuple[str, ...]  # its crash points, in order
+    saves_by: tuple[int, ...]  # saves begun up to each of its points, that point's own included
+    forks: tuple[tuple[int, Choice], ...]  # (point, choice) of each crash that `after` follows
+    after: tuple[Life, ...]
+    below: Tally  # every scenario that crashes this life, and the lives after it
+    tally: Tally  # this life's own scenario, and every one below it
+
+
+#: A flaky scenario's outcome: its repeats disagree, so it counts only as flaky, never as one of them.
+FLAKY = Outcome({}, (), 0, 0, 0, flaky=1)
+
+
+def life_of(run: ScenarioRun | None, state: bytes, baseline_calls: int, after: Sequence[Life] = (),
+            forks: Sequence[tuple[int, Choice]] = (), flaky: bool = False) -> Life:
+    """The last process of `run` as a life, with the lives its crashes lead to; a flaky scenario (or one that
+    never ran whole, `run` None) counts only as flaky."""
+    if run is None:
+        return Life(state, FLAKY, 0, 0, (), (), (), (), Tally(), Tally.one(FLAKY, 0, 0))
+    process, labels, saves_by, saves = run.points.process, [], [], 0
+    for e in run.points.events:
+        if e.process != process:
+            continue
+        if e.kind == "save":
+            saves += 1
+        elif e.kind == "point":
+            labels.append(e.label)
+            saves_by.append(saves)
+    below = sum((life.tally.behind(j, saves_by[j - 1]) for (j, _), life in zip(forks, after, strict=True)), Tally())
+    outcome = FLAKY if flaky else run.outcome(baseline_calls)
+    tally = Tally.one(outcome, len(labels), saves) + below
+    return Life(state, outcome, len(labels), saves, tuple(labels), tuple(saves_by), tuple(forks), tuple(after), below,
+                tally)
+
+
+def deaths(groups: Iterable[Iterable[Left]], grow: Callable[[Left], Life]) -> Iterator[tuple[Choice, Life]]:
+    """Grow a life for each state a death can leave, group by group: a group whose choices name points
+    of the restart ends with the first restart that passes fewer points than its choice names."""
+    for group in groups:
+        for left in group:
+            life = grow(left)
+            yield left.choice, life
+            if left.at_point and life.hits < left.at_point:
+                break
+
+
+@dataclass(frozen=True)
+class Branch:
+    """The subtree of one first crash: every state its death can leave, and the lives after each.
+
+    A plain value, so it can grow in another process: shared, from the states in `group`; replayed,
+    re-executing each scenario and checking that its first process retraces `traces[0]`.
+    """
+
+    setup: Setup
+    depth: int
+    baseline_calls: int
+    crash: int
+    group: Iterable[Left]
+    traces: tuple[Trace, ...]  # replayed: what each process before the last retraces
+    share: bool = True
+    repeat: int = 1  # replayed: how many times each scenario runs, to find it flaky
+    strays_fail: bool = True  # whether a process that strays fails the sweep, or makes its scenario flaky
+
+    def grow(self, runner: Runner, advance: Advance = _ignore, memo: dict | None = None) -> list[tuple[Choice, Life]]:
+        """The lives after this crash, one per state it can leave; `memo` may be shared with other branches."""
+        memo = {} if memo is None else memo
+        if self.share:
+            return list(deaths([self.group], lambda left: self._shared(runner, left, (self.crash,),
+                                                                         (left.choice,), advance, memo)))
+        return list(deaths([self.group], lambda left: self._replayed(runner, (self.crash,), (left.choice,),
+                                                                       list(self.traces), advance)))
+
+    def _shared(self, runner: Runner, start: Left, crashes: tuple[int, ...], choices: tuple[Choice, ...],
+                advance: Advance, memo: dict[tuple[bytes, int], Life]) -> Life:
+        assert start.state is not None
+        key = (start.state.fingerprint(), len(crashes))
+        if (known := memo.get(key)) is not None:
+            advance(known.tally.scenarios)
+            return known
+        run = runner.life(self.setup, start, crashes, choices, watch=len(crashes) < self.depth)
+        advance(1)
+        after, forks = [], []
+        for j, groups in enumerate(run.deaths or (), start=1):
+            def grow(left: Left, j: int = j) -> Life:
+                return self._shared(runner, left, (*crashes, j), (*choices, left.choice), advance, memo)
+
+            for choice, life in deaths(groups, grow):
+                after.append(life)
+                forks.append((j, choice))
+        memo[key] = life = life_of(run, key[0], self.baseline_calls, after, forks)
+        return life
+
+    def _replayed(self, runner: Runner, crashes: tuple[int, ...], choices: tuple[Choice, ...], traces: list[Trace],
+                  advance: Advance) -> Life:
+        watch = len(crashes) < self.depth
+        runs: list[ScenarioRun | None] = []
+        for _ in range(self.repeat):
+            try:
+                run = runner.scenario(self.setup, crashes, choices, watch=watch)
+                for process, trace in enumerate(traces, start=1):
+                    of = f"the restart of {self.setup.id(crashes[:process - 1], choices[:process - 1])}"
+                    check_retrace(run, process, trace, of if process > 1 else "the uninterrupted run")
+            except Stray:
+                if self.strays_fail:
+                    raise
+                run = None
+            runs.append(run)
+        advance(1)
+        first = runs[0]
+        if first is None or None in runs:
+            return life_of(None, b"", self.baseline_calls)  # it strayed: it counts only as flaky
+        seen = first.outcome(self.baseline_calls)
+        if any(r.outcome(self.baseline_calls) != seen for r in runs[1:] if r):
+            return life_of(first, _start(first), self.baseline_calls, flaky=True)  # its repeats disagreed
+        mine = first.trace(len(crashes) + 1)
+        after, forks = [], []
+        for j, groups in enumerate(first.deaths or (), start=1):
+            def grow(left: Left, j: int = j) -> Life:
+                return self._replayed(runner, (*crashes, j), (*choices, left.choice), [*traces, mine], advance)
+
+            for choice, life in deaths(groups, grow):
+                after.append(life)
+                forks.append((j, choice))
+        return life_of(first, _start(first), self.baseline_calls, after, forks)
+
+
+def _start(run: ScenarioRun) -> bytes:
+    return run.start.state.fingerprint() if run.start and run.start.state else b""
+
+
+@dataclass
+class Trunk:
+    """One tree's uninterrupted run, and the branches of its first crashes: the sweep before the bulk of it."""
+
+    setup: Setup  # its faults fully configured
+    run: ScenarioRun
+    branches: list[Branch]
+
+    def join(self, lives: Sequence[list[tuple[Choice, Life]]]) -> Tree:
+        """The tree, from each branch's lives in the order of its first crash."""
+        after = [life for grown in lives for _, life in grown]
+        forks = [(branch.crash, choice) for branch, grown in zip(self.branches, lives, strict=True)
+                 for choice, _ in grown]
+        root = life_of(self.run, b"", self.run.world.model.calls, after, forks)
+        return Tree(self.setup.faults, root, self.setup.faults.without_crash)
+
+
+def trunk(setup: Setup, runner: Runner, depth: int = 2, share: bool = True, repeat: int = 1,
+          strays_fail: bool = True, baselines: int = 2) -> Trunk:
+    """The uninterrupted run, `baselines` times, to see that it repeats, and a branch per crash it allows.
+
+    Shared, the last run snapshots the durable state at each point as it passes it; replayed, each
+    branch will re-execute its crash from nothing.
+    """
+    depth = setup.faults.depth(depth)
+    runs = []
+    for k in range(baselines):
+        watch = k == baselines - 1
+        runs.append(runner.life(setup, None, (), (), watch=watch) if share else
+                    runner.scenario(setup, (), (), watch=watch))
+    run = runs[-1]
+    for k, other in enumerate(runs[:-1], start=1):
+        check_retrace(run, 1, other.trace(1), f"uninterrupted run {k}")
+    baseline, calls = run.trace(1), run.world.model.calls
+    branches = [Branch(setup, depth, calls, j, group, (baseline,), share, repeat, strays_fail)
+                for j, groups in enumerate(run.deaths or (), start=1) for group in groups]
+    return Trunk(setup, run, branches)
+
+
+@dataclass(frozen=True)
+class Tree:
+    """A sweep under one configuration of its faults: the lives rooted in the uninterrupted run."""
+
+    faults: Faults
+    root: Life
+    counts_root: bool  # the uninterrupted run is a scenario too: a fault broke something without a crash
+
+
+@dataclass(frozen=True, kw_only=True)
+class Row(Counts):
+    """One line of a table: a variant's counts, summed over every scenario up to the sweep's depth."""
+
+    variant: str
+    name: str
+    faults: str = "crash"  # what it was swept under, as a column names it
+    setting: str = ""  # the faults' settings, as a table says them
+    points: int  # crash points of the uninterrupted run
+    by_depth: tuple[int, ...]  # scenarios by number of crashes, from one
+    uncrashed: int = 0  # scenarios with no crash at all
+    distinct: int  # distinct durable states the scenarios' last crashes left: the restarts that had to run
+
+    @property
+    def once(self) -> int:
+        return self.crashed(1)
+
+    @property
+    def twice(self) -> int:
+        return self.crashed(2)
+
+    @property
+    def scenarios(self) -> int:
+        return sum(self.by_depth) + self.uncrashed
+
+    def crashed(self, k: int) -> int:
+        """The scenarios with exactly `k` crashes (0 beyond the sweep's depth)."""
+        return self.by_depth[k - 1] if k <= len(self.by_depth) else 0
+
+
+@dataclass(frozen=True)
+class VariantSweep:
+    """A variant's sweep: one tree, or one per configuration its faults vary over (each question a wrong
+    answer can fall on), and the scenarios of them that the faults keep."""
+
+    setup: Setup  # the faults as swept, before their variations
+    first: ScenarioRun  # the uninterrupted run
+    trees: tuple[Tree, ...]
+
+    @property
+    def varied(self) -> bool:
+        return len(self.trees) != 1 or self.trees[0].faults != self.setup.faults
+
+    @property
+    def points(self) -> int:
+        return len(self.first.points.points(1))
+
+    @property
+    def tally(self) -> Tally:
+        """Every scenario's counts, summed; `by_depth` from one crash."""
+        if self.varied:
+            return sum((Tally.one(s.outcome, s.hits, s.saves, len(s.crashes)) for s in self.scenarios()), Tally())
+        tree = self.trees[0]
+        below = tree.root.below
+        total = replace(below, by_depth=below.by_depth[1:])
+        if tree.counts_root:
+            total = total + Tally.one(tree.root.outcome, tree.root.hits, tree.root.saves, crashes=0)
+        return total
+
+    def distinct(self) -> int:
+        """Distinct (state, process) pairs among the scenarios' last lives: what the memo runs."""
+        seen: set[tuple[int, bytes, int]] = set()
+        for k, tree in enumerate(self.trees):
+            visited: set[int] = set()
+
+            def walk(life: Life, process: int, k: int = k, visited: set[int] = visited) -> None:
+                for nxt in life.after:
+                    seen.add((k, nxt.state, process + 1))
+                    if id(nxt) not in visited:
+                        visited.add(id(nxt))
+                        walk(nxt, process + 1)
+
+            walk(tree.root, 1)
+        return len(seen)
+
+    def row(self) -> Row:
+        t, faults = self.tally, self.setup.faults
+        settings = ", ".join(f.said for f in faults.members if f.said)
+        return Row(**t.counts(), variant=self.setup.variant.slug, name=self.setup.variant.name, faults=faults.name,
+                   setting=settings, points=self.points, by_depth=t.by_depth, uncrashed=t.uncrashed,
+                   distinct=self.distinct())
+
+    def scenarios(self) -> Iterator[ScenarioResult]:
+        """Every scenario, in order: ``I``, then ``I:1``, its own scenarios below, ``I:2``, and so on."""
+        if not self.varied:
+            return self._walk(self.trees[0])
+        kept = [s for tree in self.trees for s in self._walk(tree) if tree.faults.keeps(s)]
+        return iter(sorted(kept, key=lambda s: (s.crashes, s.id)))
+
+    def _walk(self, tree: Tree) -> Iterator[ScenarioResult]:
+        slug, tags = self.setup.variant.slug, tree.faults.tag
+
+        def walk(life: Life, crashes: tuple[int, ...], choices: tuple[Choice, ...], points: tuple[str, ...],
+                 hits: int, saves: int) -> Iterator[ScenarioResult]:
+            names = named(life.labels)
+            for (j, choice), nxt in zip(life.forks, life.after, strict=True):
+                path, chosen, crashed = (*crashes, j), (*choices, choice), (*points, names[j - 1])
+                h, s = hits + j, saves + life.saves_by[j - 1]
+                on = chosen if any(chosen) else ()
+                yield ScenarioResult(scenario_id(slug, tags, path, on), slug, path, crashed, nxt.outcome, h + nxt.hits,
+                                     s + nxt.saves, on)
+                yield from walk(nxt, path, chosen, crashed, h, s)
+
+        root = tree.root
+        if tree.counts_root:
+            yield ScenarioResult(scenario_id(slug, tags, ()), slug, (), (), root.outcome, root.hits, root.saves)
+        yield from walk(root, (), (), (), 0, 0)

@@ -1,0 +1,62 @@
+"""A variant: one loop under test, as the registry holds it, with every attribute the rest of crashlab asks of it.
+
+Everything that differs between loops is an attribute here (its entry point, its tracker, what it
+promises, which table it fills, which runners can run it), so no other module keeps a list of
+loops in step with this one by hand.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+from crashlab.engine.run import Entry
+from crashlab.job import Call, Job
+from crashlab.world import DeskMode, TrackerMode
+
+#: The runners there are: in this process, each crash an exception (`crashlab.runners.inprocess`), or
+#: each process forked and killed for real (`crashlab.runners.forked`).
+RunnerKind = Literal["in-process", "forked"]
+#: Which table a variant's row belongs in: the book's columns, the agent's (with approvals), or a
+#: loop of yours (whose checkpoint crashlab cannot read, so it has no wrong or stuck runs).
+Table = Literal["book", "agent", "loop"]
+
+
+@dataclass(frozen=True)
+class Promises:
+    """What a loop promises in every scenario: no duplicate, nothing lost, no wrong result, and no
+    question to a person unless `may_ask` (its tracker can neither honour a key nor be asked about one)."""
+
+    may_ask: bool = False
+    approvals_once: bool = False  # each gated call's approval is asked exactly once
+
+
+def accepts_every_job(job: Job) -> str | None:
+    return None
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One row of a table: a loop, run as `entry`, against a tracker that does `tracker` with keys."""
+
+    slug: str
+    name: str
+    family: str  # whose loop: "designs", "agent", a framework's name, or the name you gave yours
+    entry: Entry
+    tracker: TrackerMode = "keyed"
+    desk: DeskMode = "remembers"  # whether the approval desk keeps questions and decisions across a crash
+    promises: Promises | None = None  # None: it is there to show what goes wrong
+    table: Table = "agent"
+    runners: frozenset[RunnerKind] = frozenset({"in-process", "forked"})
+    keeps_checkpoint: bool = True  # its progress is crashlab's checkpoint, which the harness can read
+    in_all: bool = True  # one of its family's variants that `--variant all` names
+    effects: tuple[str, ...] | None = None  # what it means to do once each, if not the job's changing calls
+    refuses: Callable[[Job], str | None] = accepts_every_job  # why it cannot run a job, or None
+    extra: str = ""  # the pip extra its framework comes in, if it has one
+
+    def intended(self, job: Job) -> tuple[Call, ...]:
+        """The effects the run means to have, each exactly once."""
+        if self.effects is None:
+            return job.changing_calls
+        return tuple(Call(effect, "create_issue", {}) for effect in self.effects)

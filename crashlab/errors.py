@@ -1,0 +1,44 @@
+"""Everything crashlab refuses or fails at, in one hierarchy, each class with its exit code.
+
+Modelled on click's own exceptions: whoever raises one says what went wrong in one line, and the
+command line prints that line and exits with the class's code. Nothing else decides an exit code.
+"""
+
+from __future__ import annotations
+
+
+class CrashlabError(Exception):
+    """Something crashlab cannot do; its message is one line that names the problem."""
+
+    exit_code = 1
+    prefix = "error"
+
+
+class BadInput(CrashlabError, ValueError):
+    """What the user gave cannot be used: a job, a scenario ID, an option, a file or directory."""
+
+    exit_code = 2
+
+
+class CheckFailed(CrashlabError):
+    """A check the user asked for did not hold: a golden table differs, a promise broke."""
+
+    exit_code = 1
+
+
+class HarnessError(CrashlabError):
+    """A scenario that cannot be counted: the loop did something a real death or run would not allow.
+
+    It names the scenario and, where it can, the line of the loop that broke the rule: a table built
+    from such a scenario would be a table of fiction.
+    """
+
+    exit_code = 3
+    prefix = "harness error"
+
+
+class Stray(HarnessError):
+    """A process that did not repeat the run it repeats, up to its crash: the loop is not deterministic.
+
+    A sweep of crashlab's own loops fails on it; a sweep of yours may count the scenario as flaky.
+    """

@@ -1,0 +1,141 @@
+"""A sweep's results on disk: every scenario, the table as JSON and CSV, and how they were made.
+
+Results go into a directory whole or not at all: written beside it, then renamed into place. The
+manifest names the exact job bytes and the software that swept them, and nothing that changes from
+one run to the next (no date), so sweeping again into a committed results/ changes no file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import sys
+import tempfile
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import crashlab
+from crashlab.engine.scenario import ScenarioResult
+from crashlab.engine.tree import Row
+from crashlab.errors import BadInput
+from crashlab.job import Job
+from crashlab.report.tables import Columns, to_csv, to_json
+
+#: The files a results directory holds; manifest.json is written last, so it vouches for the others.
+RESULT_FILES = ("scenarios.jsonl", "summary.json", "summary.csv", "manifest.json")
+
+
+def scenario_record(result: ScenarioResult) -> dict[str, Any]:
+    """One line of scenarios.jsonl."""
+    o = result.outcome
+    return {
+        "id": result.id,
+        "variant": result.variant,
+        "crashes": list(result.crashes),
+        "points": list(result.points),
+        "dups": o.extra,
+        "dup_calls": o.dups,
+        "missing": len(o.missing),
+        "wrong": len(o.wrong),
+        "asks": o.asks,
+        "approvals": o.approvals,
+        "calls_plus": o.calls_plus,
+    }
+
+
+class ResultsError(BadInput):
+    """An --out that cannot hold results; the message names it and why."""
+
+
+class PendingResults:
+    """Results on their way to `out`: checked and begun before the sweep, put in place after it.
+
+    The files are written into a fresh hidden directory beside `out`, so a sweep that fails or is
+    stopped leaves nothing half-written. A new `out` appears complete, in one rename; into an
+    existing directory (which may hold other files, such as a golden table) each result file is
+    renamed over its old copy, manifest.json last.
+    """
+
+    def __init__(self, out: str | Path):
+        if str(out).strip() == "":
+            raise ResultsError("--out needs a directory name (got an empty one)")
+        self.out = Path(out)
+        if self.out.exists() and not self.out.is_dir():
+            raise ResultsError(f"cannot write results to {out}: it exists and is not a directory")
+        parent = self.out.absolute().parent
+        blocker = next((p for p in (parent, *parent.parents) if p.exists()), None)
+        if blocker is not None and not blocker.is_dir():
+            raise ResultsError(f"cannot write results to {out}: {blocker} is not a directory")
+        try:
+            parent.mkdir(parents=True, exist_ok=True)
+            self.temp = Path(tempfile.mkdtemp(prefix=f".{self.out.absolute().name}.", suffix=".tmp", dir=parent))
+        except OSError as error:
+            raise ResultsError(f"cannot write results to {out}: {error.strerror}") from None
+
+    def commit(self, job: Job, rows: Sequence[Row], scenarios: Iterable[ScenarioResult], columns: Columns) -> None:
+        self.put(lambda into: write_results(into, job, rows, scenarios, columns), RESULT_FILES)
+
+    def put(self, write: Callable[[Path], None], names: Sequence[str]) -> None:
+        """Write the files `names` with `write` into the hidden directory, then put them in place."""
+        try:
+            write(self.temp)
+            if not self.out.exists():
+                os.rename(self.temp, self.out)
+                return
+            for name in names:
+                os.replace(self.temp / name, self.out / name)
+        except OSError as error:
+            raise ResultsError(f"cannot write results to {self.out}: {error.strerror}") from None
+        finally:
+            self.discard()
+
+    def discard(self) -> None:
+        shutil.rmtree(self.temp, ignore_errors=True)
+
+
+def write_results(out: Path, job: Job, rows: Sequence[Row], scenarios: Iterable[ScenarioResult],
+                  columns: Columns) -> None:
+    """The sweep on disk: every scenario, the table as JSON and CSV, and how it was made."""
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / "scenarios.jsonl", "w", encoding="utf-8") as file:
+        for result in scenarios:
+            file.write(json.dumps(scenario_record(result)) + "\n")
+    (out / "summary.json").write_text(to_json(rows, columns) + "\n", encoding="utf-8")
+    (out / "summary.csv").write_text(to_csv(rows, columns), encoding="utf-8")
+    (out / "manifest.json").write_text(json.dumps(manifest(job), indent=2) + "\n", encoding="utf-8")
+
+
+def manifest(job: Job) -> dict[str, Any]:
+    """How the results were made: the exact job bytes that were swept, and the software that swept them."""
+    return {
+        "crashlab": crashlab.__version__,
+        "job": job.source,
+        "job_sha256": job.sha256,
+        "command": shlex.join(["crashlab", *sys.argv[1:]]),
+        "python": sys.version.split()[0],
+        "dependencies": dependency_versions(),
+    }
+
+
+def dependency_versions() -> dict[str, str]:
+    """The installed version of each of crashlab's own requirements (its extras left out)."""
+    from importlib import metadata
+
+    try:
+        required = metadata.requires("crashlab") or []
+    except metadata.PackageNotFoundError:
+        return {}
+    versions = {}
+    for requirement in required:
+        if "extra ==" in requirement:
+            continue
+        name = re.split(r"[^A-Za-z0-9._-]", requirement, maxsplit=1)[0]
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = "not installed"
+    return versions

@@ -1,0 +1,186 @@
+"""The in-process runner: every life of a scenario in this process, each crash an exception.
+
+A crash is `Crash`, a BaseException no ``except Exception`` catches, and the recorder refuses
+whatever the dead process still tries (a save, a request, a point) and fails the scenario. A
+restart is a new loop over the world and store the death left. Where a fault makes the death leave
+something else (a power cut's disk, a crashed tracker's durable part, a downtime), the restart's
+world and store are built from that value; so is every restart of a shared sweep, from the
+snapshot taken where the death would be, which is exactly what a SIGKILL there leaves.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from crashlab.durable.checkpoint import CheckpointError
+from crashlab.durable.store import FileStore, MemoryStore, Store
+from crashlab.engine.death import Choice, Death, Left, NoSuchChoice
+from crashlab.engine.points import Crash, Recorder, recording
+from crashlab.engine.run import Run
+from crashlab.engine.scenario import ScenarioRun, Setup, check_death, check_finished
+from crashlab.engine.variant import RunnerKind
+from crashlab.runners import StoreKind
+from crashlab.world import World, WorldState
+
+#: Makes a fresh checkpoint store for a process's recorder, syncing as the second argument says.
+StoreFactory = Callable[[Recorder, str], Store]
+
+
+class InProcess:
+    """Runs each life here: snapshots give prefix sharing, and a fault may swap the world's parts."""
+
+    kind: RunnerKind = "in-process"
+
+    def __init__(self, stores: StoreFactory):
+        self.stores = stores
+
+    @classmethod
+    @contextmanager
+    def opened(cls, store: StoreKind = "memory") -> Iterator[InProcess]:
+        """A runner over stores of `store`'s kind, cleaned up when the block ends."""
+        if store == "files":
+            with file_stores() as factory:
+                yield cls(factory)
+        else:
+            yield cls(memory_store)
+
+    def scenario(self, setup: Setup, crashes: tuple[int, ...], choices: tuple[Choice, ...] = (),
+                 watch: bool = False) -> ScenarioRun:
+        faults = setup.faults
+        if faults.chooses and len(choices) != len(crashes):
+            raise ValueError("a scenario under a fault that chooses names a choice for every crash")
+        if len(crashes) > faults.depth(len(crashes)):
+            raise ValueError(f"under {faults.name} a scenario crashes at most {faults.depth(len(crashes))} times")
+        points = Recorder(crashes, setup.id(crashes, choices))
+        world, store = self.build(setup, points, None)
+        start, stuck, left = None, None, []
+        deaths: list[list[Iterable[Left]]] = []
+        for k in range(len(crashes) + 1):
+            points.start_process()
+            if watch and k == len(crashes):  # the states, where a fault may make them more than a crash's
+                def watched(world: World = world, store: Store = store) -> None:
+                    deaths.append(faults.left(Death(world, store, points)) if faults else [(Left(None),)])
+
+                points.observers.append(watched)
+            returned, stuck = self._live(setup, world, store, points)
+            check_death(points, returned, stuck)
+            if points.dead is None:
+                break
+            start = chosen(faults.left(Death(world, store, points)), choices[k] if choices else (), points)
+            if start.what:
+                left.append(start.what)
+            if start.rebuild:
+                world, store = self.build(setup, points, start)
+        return self._ended(setup, crashes, choices, points, world, store, start, stuck, tuple(left),
+                           deaths if watch else None)
+
+    def life(self, setup: Setup, start: Left | None, crashes: tuple[int, ...], choices: tuple[Choice, ...],
+             watch: bool) -> ScenarioRun:
+        points = Recorder((), setup.id(crashes, choices), process=len(crashes))
+        world, store = self.build(setup, points, start)
+        deaths: list[list[Iterable[Left]]] = []
+        if watch:
+            points.observers.append(lambda: deaths.append(setup.faults.left(Death(world, store, points))))
+        points.start_process()
+        returned, stuck = self._live(setup, world, store, points)
+        check_death(points, returned, stuck)
+        left = (start.what,) if start and start.what else ()
+        return self._ended(setup, crashes, choices, points, world, store, start, stuck, left, deaths if watch else None)
+
+    def build(self, setup: Setup, points: Recorder, start: Left | None) -> tuple[World, Store]:
+        """The world and store a process opens its eyes to: fresh (or what the faults begin with), or `start`'s."""
+        state: WorldState | None = None
+        if start is None:
+            state = setup.faults.begin(lambda: self.earlier(setup, points))
+        elif start.state is not None:
+            state = start.state.world
+        store = self.stores(points, setup.faults.sync())
+        variant = setup.variant
+        world = World.new(setup.job, points, variant.tracker, desk=variant.desk, parts=setup.faults.parts())
+        if state is not None:
+            world.restore(state)
+        if start is not None and start.state is not None:
+            store.restore(start.state.files)
+        return world, store
+
+    def earlier(self, setup: Setup, points: Recorder) -> WorldState:
+        """The world an earlier run of the job left, uninterrupted, in a world and store of its own."""
+        before = Recorder((), f"{points.scenario}, the earlier run", process=-1)
+        variant = setup.variant
+        world = World.new(setup.job, before, variant.tracker, desk=variant.desk)
+        before.start_process()
+        with recording(before):
+            variant.entry(Run(setup.job, world, self.stores(before, "none"), None, 0, before))
+        return world.state()
+
+    @staticmethod
+    def _live(setup: Setup, world: World, store: Store, points: Recorder) -> tuple[bool, str | None]:
+        """Run one process: whether it returned, and why it could not start if its checkpoint was unreadable."""
+        with recording(points):
+            try:
+                setup.variant.entry(Run(setup.job, world, store, None, points.process, points))
+                return True, None
+            except Crash:
+                return False, None
+            except CheckpointError as error:
+                return False, str(error)
+
+    @staticmethod
+    def _ended(setup: Setup, crashes: tuple[int, ...], choices: tuple[Choice, ...], points: Recorder, world: World,
+               store: Store, start: Left | None, stuck: str | None, left: tuple[str, ...],
+               deaths: list[list[Iterable[Left]]] | None) -> ScenarioRun:
+        if stuck is None:
+            world.finish()
+        final = check_finished(points, store) if stuck is None and setup.variant.keeps_checkpoint else None
+        return ScenarioRun(setup, crashes, choices, points, world, store, final, stuck is None, start, stuck, left,
+                           deaths)
+
+
+def chosen(groups: Iterable[Iterable[Left]], choice: Choice, points: Recorder) -> Left:
+    """The state `choice` names among those a death leaves (a crash's, when no fault chooses)."""
+    found: list[Choice] = []
+    for group in groups:
+        for left in group:
+            if left.choice == choice:
+                return left
+            found.append(left.choice)
+            if left.at_point and (left.choice[:-1] != choice[:-1] or left.choice[-1] >= choice[-1]):
+                break  # a group whose choices name the restart's points, and not the one named
+    dead = points.dead
+    where = f"process {points.process}'s point {dead.index}" if dead else f"process {points.process}"
+    if not found:
+        raise NoSuchChoice(f"{points.scenario}: the death at {where} leaves no state these faults choose from")
+    shown = ", ".join("~" + ".".join(map(str, c)) for c in found)
+    raise NoSuchChoice(f"{points.scenario}: the death at {where} leaves {len(found)} states ({shown})")
+
+
+def memory_store(points: Recorder, sync: str) -> Store:
+    return MemoryStore(points, sync)
+
+
+@contextmanager
+def file_stores() -> Iterator[StoreFactory]:
+    """A factory of file stores, each in a fresh directory under one temporary root.
+
+    The root is on the RAM-backed /dev/shm when the machine has one: the sweep measures the loop,
+    not the disk. Each new store removes the directory of the one before, so the root holds one
+    scenario at a time: a store is valid until the next one is made, which is all a sweep needs.
+    """
+    shm = Path("/dev/shm")
+    root = Path(tempfile.mkdtemp(prefix="crashlab-", dir=shm if shm.is_dir() else None))
+    previous: list[str] = []
+
+    def fresh(points: Recorder, sync: str) -> FileStore:
+        for directory in previous:
+            shutil.rmtree(directory, ignore_errors=True)
+        previous[:] = [tempfile.mkdtemp(dir=root)]
+        return FileStore(previous[0], points, sync)
+
+    try:
+        yield fresh
+    finally:
+        shutil.rmtree(root, ignore_errors=True)

@@ -1,0 +1,61 @@
+"""The engine as the tests drive it: a variant by slug, a sweep or one scenario, under faults by name."""
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from crashlab.engine.death import Choice
+from crashlab.engine.scenario import ScenarioRun, Setup
+from crashlab.engine.sweep import sweep
+from crashlab.engine.tree import VariantSweep
+from crashlab.faults import Faults, find
+from crashlab.job import Job
+from crashlab.loops import VARIANTS
+from crashlab.runners import Runner, RunnerSpec
+
+
+def faults(*named: str) -> Faults:
+    """Faults by ``slug`` or ``slug=value``: ``faults("power-cut=file", "tracker-crash=two-step")``."""
+    chosen = []
+    for name in named:
+        slug, _, value = name.partition("=")
+        chosen.append(find(slug).configured(value or None))
+    return Faults.of(chosen)
+
+
+def setup(slug: str, job: Job, *under: str) -> Setup:
+    return Setup(VARIANTS[slug], job, faults(*under))
+
+
+def swept(slug: str, job: Job, *under: str, depth: int = 2, share: bool = True, store: str = "memory",
+          kill: bool = False, workers: int = 1) -> VariantSweep:
+    """`slug`'s sweep of `job` under the faults named, in process (or killed for real)."""
+    spec = RunnerSpec("forked" if kill else "in-process", "files" if kill else store)
+    return sweep(setup(slug, job, *under), spec, depth=depth, share=share, workers=workers)
+
+
+@contextmanager
+def runner(store: str = "memory", kill: bool = False) -> Iterator[Runner]:
+    with RunnerSpec("forked" if kill else "in-process", "files" if kill else store).open() as opened:
+        yield opened
+
+
+def scenario(slug: str, job: Job, crashes: tuple[int, ...], *under: str, choices: tuple[Choice, ...] = (),
+             store: str = "memory", kill: bool = False) -> ScenarioRun:
+    """One scenario, re-executed from nothing, in process (or killed for real)."""
+    with runner(store, kill) as run:
+        return run.scenario(setup(slug, job, *under), crashes, choices)
+
+
+def baseline_calls(slug: str, job: Job) -> int:
+    """The model calls of `slug`'s uninterrupted run: what a scenario's extra calls are counted against."""
+    return scenario(slug, job, ()).world.model.calls
+
+
+def outcome(run: ScenarioRun):
+    """A scenario's outcome, against the uninterrupted run of its variant."""
+    return run.outcome(baseline_calls(run.setup.variant.slug, run.setup.job))
+
+
+def results(sweep: VariantSweep) -> list:
+    """Every scenario of a sweep as a comparable tuple: its ID, where it crashed, what it came to, and its cost."""
+    return [(s.id, s.points, s.outcome, s.hits, s.saves) for s in sweep.scenarios()]
