@@ -127,7 +127,7 @@ def test_sweep_out_writes_the_results(cli, tmp_path):
     first = json.loads(lines[0])
     assert set(first) >= {"id", "variant", "points", "dups", "missing", "asks", "calls_plus"}
     assert [r["variant"] for r in json.loads((tmp_path / "r" / "summary.json").read_text())] == ["keys", "markers"]
-    assert (tmp_path / "r" / "summary.csv").read_text().startswith("variant,name,faults,setting,once,")
+    assert (tmp_path / "r" / "summary.csv").read_text().startswith("variant,name,faults,setting,points,once,twice,")
     manifest = json.loads((tmp_path / "r" / "manifest.json").read_text())
     assert set(manifest) == {"crashlab", "job", "job_sha256", "command", "python", "dependencies"}
     assert manifest["command"].startswith("crashlab sweep --variant keys,markers")

@@ -55,13 +55,14 @@ COLUMNS: dict[Table, Columns] = {
 _DEPTH_KEYS = {"once", "points", "twice"}
 
 
-def columns_for(tables: Sequence[Table], depth: int = 2, uncrashed: bool = False) -> Columns:
+def columns_for(tables: Sequence[Table], depth: int = 2, uncrashed: bool = False, faulted: bool = False) -> Columns:
     """The columns of a table that holds rows of `tables`, swept to `depth`: the book's when every row is
     a design's, a loop's when every row is yours, the agent's otherwise; one column per number of crashes,
-    and one for the scenarios with none where a fault made some."""
+    and one for the scenarios with none where a fault made some. Under a fault, the scenarios with one
+    crash are no longer the crash points of the uninterrupted run, so a table shows them by their name."""
     table: Table = tables[0] if len(set(tables)) == 1 else "agent"
     columns = COLUMNS[table]
-    first, rest = columns[0], [c for c in columns[1:] if c not in _DEPTH_KEYS]
+    first, rest = "once" if faulted else columns[0], [c for c in columns[1:] if c not in _DEPTH_KEYS]
     deeper = [depth_key(k) for k in range(2, depth + 1)]
     return (*(["uncrashed"] if uncrashed else []), first, *deeper, *rest)
 
@@ -72,15 +73,18 @@ def cell(row: Row, key: str) -> Any:
     return getattr(row, key)
 
 
+def record_keys(columns: Columns) -> list[str]:
+    """The fields of a row as data, the same for every fault and every table of one depth: the crash points,
+    the scenarios by number of crashes, their sum, the distinct states, then every count."""
+    depths = [key for key in columns if key.startswith("crashed") or key == "twice"]
+    return ["variant", "name", "faults", "setting", "points", "once", *depths, "uncrashed", "scenarios", "distinct",
+            *COUNT_KEYS]
+
+
 def records(rows: Sequence[Row], columns: Columns) -> list[dict[str, Any]]:
-    """The rows as data, the same fields for every fault: the columns' cells, then every count, the
-    scenarios by depth and their sum."""
-    return [
-        {"variant": row.variant, "name": row.name, "faults": row.faults, "setting": row.setting,
-         **{k: cell(row, k) for k in columns}, "scenarios": row.scenarios, "distinct": row.distinct,
-         "uncrashed": row.uncrashed, **row.counts(), "by_depth": list(row.by_depth)}
-        for row in rows
-    ]
+    """The rows as data, the same fields for every fault (`record_keys`), and the scenarios by depth."""
+    keys = record_keys(columns)
+    return [{**{key: cell(row, key) for key in keys}, "by_depth": list(row.by_depth)} for row in rows]
 
 
 def table(rows: Sequence[Row], columns: Columns) -> str:
@@ -103,13 +107,7 @@ def to_json(rows: Sequence[Row], columns: Columns) -> str:
 
 def to_csv(rows: Sequence[Row], columns: Columns) -> str:
     data = records(rows, columns)
-    return csv_text([{k: v for k, v in r.items() if k != "by_depth"} for r in data], csv_fields(columns))
-
-
-def csv_fields(columns: Columns) -> list[str]:
-    """The CSV's fields, in order: the records' but for the list of scenarios by depth."""
-    return list(dict.fromkeys(["variant", "name", "faults", "setting", *columns, "scenarios", "distinct",
-                               "uncrashed", *COUNT_KEYS]))
+    return csv_text([{k: v for k, v in r.items() if k != "by_depth"} for r in data], record_keys(columns))
 
 
 def csv_text(data: Sequence[dict[str, Any]], fieldnames: Sequence[str]) -> str:
