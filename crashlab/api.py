@@ -22,6 +22,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from crashlab.engine.points import named
 from crashlab.engine.run import Entry, Run
 from crashlab.engine.scenario import ScenarioResult, Setup
 from crashlab.engine.sweep import sweep as sweep_setup
@@ -61,6 +62,11 @@ class Swept:
     @property
     def name(self) -> str:
         return self.sweep.setup.variant.slug
+
+    @property
+    def points(self) -> list[str]:
+        """The uninterrupted run's crash points, as ``label#occurrence``: scenario ``NAME:I`` crashes at the I-th."""
+        return named([label for label, _ in self.sweep.first.trace(1)])
 
     @property
     def scenarios(self) -> list[ScenarioResult]:

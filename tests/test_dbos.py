@@ -11,21 +11,27 @@ import pytest
 pytestmark = pytest.mark.slow
 
 
-def sweep_variants(job):
-    """Imported when a test runs: collecting the fast suite should not pay for importing DBOS."""
-    from crashlab.adapters.dbos import sweep_variants
+def sweep_variants(job, depth=1):
+    """Each of the framework's rows, killed for real at every point (its framework is imported when a test runs:
+    collecting the fast suite should not pay for it)."""
+    from crashlab.api import Swept
+    from crashlab.engine.scenario import Setup
+    from crashlab.engine.sweep import sweep_all
+    from crashlab.loops import FAMILIES
+    from crashlab.runners import RunnerSpec
 
-    return sweep_variants(job)
+    setups = [Setup(variant, job) for variant in FAMILIES["dbos"].values()]
+    return [Swept(s) for s in sweep_all(setups, RunnerSpec("forked"), depth=depth, workers=2)]
 
 
 def test_a_plain_dbos_step_runs_again_after_a_kill_between_its_effect_and_its_record_and_a_keyed_one_never(triage):
     plain, keyed = sweep_variants(triage)
-    assert plain.points == keyed.points and plain.flaky == keyed.flaky == []
-    assert {s.crashes[0] for s in plain.scenarios if s.dups} == {p for p in plain.points if p.startswith("accepted#")}
+    assert plain.points == keyed.points and plain.flaky == keyed.flaky == 0
+    assert {s.points[0] for s in plain.scenarios if s.outcome.dups} == {p for p in plain.points if p.startswith("accepted#")}
     assert plain.dups == len(triage.changing_calls) and plain.missing == 0
     assert (keyed.dups, keyed.missing, keyed.failures()) == (0, 0, [])
 
 
 def test_sweep_loop_dbos_needs_kill(cli):
     code, out, err = cli("sweep", "--loop", "dbos")
-    assert (code, out) == (2, "") and "--loop dbos needs --kill" in err
+    assert (code, out) == (2, "") and "dbos-plain runs only under the forked runner (--kill)" in err

@@ -13,11 +13,17 @@ import pytest
 pytestmark = pytest.mark.slow
 
 
-def sweep_variants(job):
-    """Imported when a test runs: collecting the fast suite should not pay for importing LangGraph."""
-    from crashlab.adapters.langgraph import sweep_variants
+def sweep_variants(job, depth=1):
+    """Each of the framework's rows, killed for real at every point (its framework is imported when a test runs:
+    collecting the fast suite should not pay for it)."""
+    from crashlab.api import Swept
+    from crashlab.engine.scenario import Setup
+    from crashlab.engine.sweep import sweep_all
+    from crashlab.loops import FAMILIES
+    from crashlab.runners import RunnerSpec
 
-    return sweep_variants(job)
+    setups = [Setup(variant, job) for variant in FAMILIES["langgraph"].values()]
+    return [Swept(s) for s in sweep_all(setups, RunnerSpec("forked"), depth=depth, workers=2)]
 
 
 @pytest.fixture(scope="module")
@@ -29,7 +35,7 @@ def swept(triage):
 def test_a_plain_agent_duplicates_only_between_the_commit_and_the_save_of_the_tool_result(swept, slug):
     """Tool node v2 saves each call's result on its own, v1 the reply's together: the same windows, other points."""
     plain = swept[slug]
-    assert len(plain.points) == len(plain.scenarios) > 30 and plain.flaky == []
+    assert len(plain.points) == len(plain.scenarios) > 30 and plain.flaky == 0
     steps, step = [], None  # each tool step: from its first tracker commit to the next model call
     for k, point in enumerate(plain.points):
         if point.startswith("accepted#") and step is None:
@@ -40,16 +46,16 @@ def test_a_plain_agent_duplicates_only_between_the_commit_and_the_save_of_the_to
     assert len(steps) == 2  # the job's two replies that change the tracker
     for k, scenario in enumerate(plain.scenarios):
         if not any(k in r for r in steps):
-            assert scenario.dups == 0, scenario.story()  # no commit whose result LangGraph had not saved
+            assert scenario.outcome.extra == 0, scenario.id  # no commit whose result LangGraph had not saved
     for r in steps:
         saved = max(k for k in r if plain.points[k].startswith("put-writes-done#"))
-        assert plain.scenarios[r[0]].dups > 0 and plain.scenarios[saved].dups == 0  # commit: dup; all saved: none
+        assert plain.scenarios[r[0]].outcome.extra > 0 and plain.scenarios[saved].outcome.extra == 0  # commit: dup
     assert plain.missing == 0
 
 
 def test_keyed_with_the_thread_and_tool_call_id_no_kill_duplicates_or_loses_anything(swept):
     keyed = swept["langgraph-keyed"]
-    assert keyed.points == swept["langgraph-plain"].points and keyed.flaky == []
+    assert keyed.points == swept["langgraph-plain"].points and keyed.flaky == 0
     assert (keyed.dups, keyed.missing, keyed.failures()) == (0, 0, [])
 
 
@@ -57,13 +63,13 @@ def test_saving_only_at_exit_redoes_every_committed_call_until_the_graph_returns
     exit_ = swept["langgraph-exit"]
     first = exit_.points.index("accepted#1")
     last = len(exit_.points) - 1  # the final put-done: the graph's only save is durable, nothing reruns
-    assert [s.dups > 0 for s in exit_.scenarios] == [first <= k < last for k in range(len(exit_.points))]
+    assert [s.outcome.extra > 0 for s in exit_.scenarios] == [first <= k < last for k in range(len(exit_.points))]
     assert exit_.dups > swept["langgraph-plain"].dups and exit_.missing == 0
 
 
 def test_sweep_loop_langgraph_needs_kill_and_prints_every_row(cli):
     code, out, err = cli("sweep", "--loop", "langgraph")
-    assert (code, out) == (2, "") and "--loop langgraph needs --kill" in err
+    assert (code, out) == (2, "") and "langgraph-plain runs only under the forked runner (--kill)" in err
     code, out, err = cli("sweep", "--loop", "langgraph", "--kill", "--depth", "1", "--format", "json")
     rows = {row["variant"]: row for row in json.loads(out)}
     assert code == 0 and set(rows) == {"langgraph-plain", "langgraph-keyed", "langgraph-v1", "langgraph-exit"}
@@ -73,7 +79,7 @@ def test_sweep_loop_langgraph_needs_kill_and_prints_every_row(cli):
 
 def test_explain_kills_a_langgraph_scenario_again_and_tells_it(cli):
     code, out, err = cli("explain", "langgraph-plain:14")
-    assert code == 0 and out.splitlines()[1].startswith("process 1: killed at accepted#2, its point 14: put#1,")
-    assert out.splitlines()[-1] == "verdict: duplicates A +1, B +1; nothing missing"
+    assert code == 0 and "CRASH at point 14 (accepted): process 1 dies here" in out
+    assert "duplicates:    A ×2, B ×2 (DUPLICATED)" in out and "missing:       none" in out
     code, out, err = cli("explain", "langgraph-nope:1")
-    assert (code, out) == (2, "") and "unknown variant 'langgraph-nope' (valid: langgraph-plain," in err
+    assert (code, out) == (2, "") and "unknown variant 'langgraph-nope' (valid: " in err and "langgraph-plain," in err
