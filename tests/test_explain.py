@@ -42,7 +42,7 @@ def test_scenario_ids_name_the_crash_points_one_based(job):
         ("after-reply:x", "malformed"),
         ("nope:3", "unknown variant 'nope' (valid: per-turn, after-reply, keys, markers, keys-markers, per-turn-keys,"),
         ("after-reply:3~1", "~S names the state a death left under a fault that leaves several, and this scenario has "
-                            "none (a wrong answer is now SLUG+wrong-answer=K:I)"),
+                            "none (a fault's choice for the whole scenario is its value: SLUG+FAULT=VALUE:I)"),
         ("after-reply+power-cut=file:3", "under power-cut every crash names the state its death left, one number "
                                          "each: I~S"),
         ("after-reply+nope:3", "unknown fault 'nope' (valid: crash,"),

@@ -110,6 +110,6 @@ def test_explain_replays_the_wrong_answer_and_says_so(cli):
                          ("markers+wrong-answer=9:1:7", "its wrong-answer fault never acted in it"),
                          ("markers+wrong-answer=x:1:7", "counted from 1"),
                          ("markers+wrong-answer=1:1:7~x", "malformed scenario ID"),
-                         ("markers:1:7~1", "a wrong answer is now SLUG+wrong-answer=K:I")):
+                         ("markers:1:7~1", "a fault's choice for the whole scenario is its value: SLUG+FAULT=VALUE:I")):
         code, out, err = cli("explain", bad)
         assert (code, out) == (2, "") and problem in err, bad

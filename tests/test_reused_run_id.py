@@ -91,4 +91,4 @@ def test_sweep_and_explain_under_a_reused_run_id(cli):
     assert code == 0 and "an earlier run of the job, under the run ID it starts with, made issue #1 (A)" in out
     assert "missing:       A, B, C" in out and "the tracker knows the key, answers #1, changes nothing" in out
     code, out, err = cli("explain", "keys-markers+reused-run-id:5~1")  # ~1 once named a wrong answer: no more
-    assert (code, out) == (2, "") and "this scenario has none (a wrong answer is now SLUG+wrong-answer=K:I)" in err
+    assert (code, out) == (2, "") and "this scenario has none (a fault's choice for the whole scenario is its value: SLUG+FAULT=VALUE:I)" in err

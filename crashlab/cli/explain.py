@@ -25,7 +25,7 @@ def explain(scenario: str, job_spec: str, fmt: str) -> None:
     SCENARIO is SLUG:I (crash the first process at its I-th point) or SLUG:I:J (also crash the
     restart at its J-th point), as `crashlab points` numbers them and `crashlab sweep --list` lists
     them; a scenario swept under faults names them after the slug, and the state each death left
-    after its point: keys-markers+power-cut=file:12~2:3~1. The ID alone says how to run it again.
+    after its point: SLUG+FAULT=VALUE:I~S:J~T. The ID alone says how to run it again.
     A loop that runs only for real (langgraph-plain:14, dbos-plain:2) is killed for real again.
     """
     job = open_job(job_spec)

@@ -2,7 +2,7 @@
 
 Scenario ``SLUG:I`` crashes the first process at its I-th crash point, then lets a restart finish;
 ``SLUG:I:J`` also crashes that restart at its J-th point, and a third process finishes. Faults
-beyond the crash are named after the slug (``SLUG+power-cut=file:I~2``), so an ID alone names
+beyond the crash are named after the slug (``SLUG+FAULT=VALUE:I~S``), so an ID alone names
 everything needed to run the scenario again.
 
 A scenario is only counted when it is sound: every process meant to die died where it was told
@@ -82,8 +82,8 @@ def parse_scenario_id(text: str, variants: Mapping[str, Variant]) -> ScenarioId:
     match = SCENARIO_ID.fullmatch(text)
     if not match:
         raise ScenarioError(f"malformed scenario ID {shown(text)} (expected SLUG:I, SLUG:I:J and so on, in ASCII "
-                            f"digits, with faults as SLUG+FAULT=VALUE:I~S, e.g. after-reply:7 or "
-                            f"keys-markers+power-cut=file:12~2; SLUG is one of {', '.join(variants)})")
+                            f"digits, with faults as SLUG+FAULT=VALUE:I~S, e.g. after-reply:7; SLUG is one of "
+                            f"{', '.join(variants)})")
     slug = match["slug"]
     if slug not in variants:
         raise ScenarioError(f"unknown variant {shown(slug)} (valid: {', '.join(variants)})")
@@ -111,8 +111,8 @@ def parse_scenario_id(text: str, variants: Mapping[str, Variant]) -> ScenarioId:
         if len(choice) != len(choosing):
             if not choosing:
                 raise ScenarioError(f"scenario {shown(text)}: ~S names the state a death left under a fault that "
-                                    "leaves several, and this scenario has none (a wrong answer is now "
-                                    "SLUG+wrong-answer=K:I)")
+                                    "leaves several, and this scenario has none (a fault's choice for the whole "
+                                    "scenario is its value: SLUG+FAULT=VALUE:I)")
             raise ScenarioError(f"scenario {shown(text)}: under {', '.join(choosing)} every crash names the state its "
                                 f"death left, one number each: I~{'.'.join('S' * len(choosing))}")
     return ScenarioId(variants[slug], faults, tuple(int(part[0]) for part in parts), choices)
