@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 from itertools import zip_longest
 from operator import attrgetter
 from typing import TYPE_CHECKING
@@ -128,6 +129,16 @@ def deaths(groups: Iterable[Iterable[Left]], grow: Callable[[Left], Life]) -> It
                 break
 
 
+def after(run: ScenarioRun, grow: Callable[[int, Left], Life]) -> tuple[list[Life], list[tuple[int, Choice]]]:
+    """The lives after each death `run`'s last process could die, at each of its points: its forks."""
+    lives, forks = [], []
+    for j, groups in enumerate(run.deaths or (), start=1):
+        for choice, life in deaths(groups, partial(grow, j)):
+            lives.append(life)
+            forks.append((j, choice))
+    return lives, forks
+
+
 @dataclass(frozen=True)
 class Branch:
     """The subtree of one first crash: every state its death can leave, and the lives after each.
@@ -149,11 +160,13 @@ class Branch:
     def grow(self, runner: Runner, advance: Advance = _ignore, memo: dict | None = None) -> list[tuple[Choice, Life]]:
         """The lives after this crash, one per state it can leave; `memo` may be shared with other branches."""
         memo = {} if memo is None else memo
-        if self.share:
-            return list(deaths([self.group], lambda left: self._shared(runner, left, (self.crash,),
-                                                                         (left.choice,), advance, memo)))
-        return list(deaths([self.group], lambda left: self._replayed(runner, (self.crash,), (left.choice,),
-                                                                       list(self.traces), advance)))
+
+        def grow(left: Left) -> Life:
+            if self.share:
+                return self._shared(runner, left, (self.crash,), (left.choice,), advance, memo)
+            return self._replayed(runner, (self.crash,), (left.choice,), list(self.traces), advance)
+
+        return list(deaths([self.group], grow))
 
     def _shared(self, runner: Runner, start: Left, crashes: tuple[int, ...], choices: tuple[Choice, ...],
                 advance: Advance, memo: dict[tuple[bytes, int], Life]) -> Life:
@@ -164,15 +177,9 @@ class Branch:
             return known
         run = runner.life(self.setup, start, crashes, choices, watch=len(crashes) < self.depth)
         advance(1)
-        after, forks = [], []
-        for j, groups in enumerate(run.deaths or (), start=1):
-            def grow(left: Left, j: int = j) -> Life:
-                return self._shared(runner, left, (*crashes, j), (*choices, left.choice), advance, memo)
-
-            for choice, life in deaths(groups, grow):
-                after.append(life)
-                forks.append((j, choice))
-        memo[key] = life = life_of(run, key[0], self.baseline_calls, after, forks)
+        lives, forks = after(run, lambda j, left: self._shared(runner, left, (*crashes, j), (*choices, left.choice),
+                                                               advance, memo))
+        memo[key] = life = life_of(run, key[0], self.baseline_calls, lives, forks)
         return life
 
     def _replayed(self, runner: Runner, crashes: tuple[int, ...], choices: tuple[Choice, ...], traces: list[Trace],
@@ -198,15 +205,9 @@ class Branch:
         if any(r.outcome(self.baseline_calls) != seen for r in runs[1:] if r):
             return life_of(first, _start(first), self.baseline_calls, flaky=True)  # its repeats disagreed
         mine = first.trace(len(crashes) + 1)
-        after, forks = [], []
-        for j, groups in enumerate(first.deaths or (), start=1):
-            def grow(left: Left, j: int = j) -> Life:
-                return self._replayed(runner, (*crashes, j), (*choices, left.choice), [*traces, mine], advance)
-
-            for choice, life in deaths(groups, grow):
-                after.append(life)
-                forks.append((j, choice))
-        return life_of(first, _start(first), self.baseline_calls, after, forks)
+        lives, forks = after(first, lambda j, left: self._replayed(runner, (*crashes, j), (*choices, left.choice),
+                                                                   [*traces, mine], advance))
+        return life_of(first, _start(first), self.baseline_calls, lives, forks)
 
 
 def _start(run: ScenarioRun) -> bytes:

@@ -71,8 +71,7 @@ class InProcess:
             if points.dead is None:
                 break
             start = chosen(faults.left(Death(world, store, points)), choices[k] if choices else (), points)
-            if start.what:
-                left.append(start.what)
+            left.append(start.what)
             if start.rebuild:
                 world, store = self.build(setup, points, start)
         return self._ended(setup, crashes, choices, points, world, store, start, stuck, tuple(left),
