@@ -136,7 +136,8 @@ def main() -> None:
     cuts = (["power-cut", "--sync", sync] for sync in ("full", "file", "none"))
     commits = (["tracker-crash", "--commit", commit] for commit in ("ack-first", "two-step", "one-txn"))
     drifts = (["drifting-model", "--drift", drift] for drift in ("ids", "order"))
-    every = (["wrong-answer"], *drifts, ["reused-run-id"], ["expired-key"], ["late-delivery"], *commits, *cuts)
+    every = (["wrong-answer"], *drifts, ["reused-run-id"], ["expired-key"], ["late-delivery"], ["timeout"], *commits,
+             *cuts)
     for fault in every:
         seconds, peak, rows = sweep_rows("--variant", EVERY_VARIANT, "--fault", *fault, repeat=args.repeat)
         print(f"{' '.join(fault)}: {sum(row['scenarios'] for row in rows):,} scenarios in {seconds:.2f} s, "

@@ -135,3 +135,12 @@ def test_crashlab_schema_prints_the_json_schema(cli):
     call = schema["$defs"]["CreateIssue"]
     assert call["properties"]["id"]["pattern"] == f"^{ID_GRAMMAR}$"
     assert schema["$defs"]["CreateIssueArgs"]["properties"]["title"]["maxLength"] == TEXT_LIMITS["title"]
+
+
+def test_a_shipped_job_by_name_is_the_file_in_scenarios_byte_for_byte(cli):
+    """scenarios/ holds the shipped jobs as files to open and copy; the name runs the same bytes from anywhere."""
+    for name in shipped_jobs():
+        assert find_job(name).sha256 == find_job(str(SCENARIOS / f"{name}.yaml")).sha256 != ""
+    by_name, by_path = cli("sweep", "--loop", "agent", "--job", "approval"), cli("sweep", "--loop", "agent", "--job",
+                                                                               "scenarios/approval.yaml")
+    assert by_name[0] == 0 and by_name == by_path

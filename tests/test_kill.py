@@ -133,6 +133,7 @@ def test_a_process_killed_by_something_else_fails_its_scenario(triage, monkeypat
         run_scenario(AFTER_REPLY, triage, (4,))
 
 
+@pytest.mark.slow
 def test_a_real_death_brings_its_own_files_and_never_shares_a_restart(triage):
     """No store of the caller's outlives a real death: the forked runner keeps each scenario in files of its
     own, whatever store is asked for; and a shared sweep needs snapshots it cannot take, so it re-executes."""
