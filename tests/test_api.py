@@ -18,7 +18,7 @@ from crashlab.api import explain, loop, render, sweep
 from crashlab.engine import points as recorders
 from crashlab.engine.points import HarnessError, named
 from crashlab.engine.sweep import sweep as sweep_setup
-from crashlab.errors import Stray
+from crashlab.errors import BadInput, Stray
 from crashlab.runners import RunnerSpec
 
 from .conftest import ROOT
@@ -157,3 +157,27 @@ def test_explain_tells_a_scenario_process_by_process_with_what_the_tracker_holds
 def test_explain_refuses_a_scenario_the_loop_does_not_have(scenario, problem):
     with pytest.raises(ValueError, match=re.escape(problem)):
         explain(partial(example.triage, keyed=False), EFFECTS, scenario)
+
+
+def does_nothing(run):
+    """A loop that acts on nothing: its sweep has no scenario, and would count no duplicate."""
+
+
+def misspells_its_effect(run):
+    run.tracker.create_issue("AA", "Login fails on Safari")
+
+
+def files_twice(run):
+    run.tracker.create_issue("A", "Login fails on Safari")
+    run.tracker.create_issue("A", "Login fails on Safari")
+
+
+@pytest.mark.parametrize(("entry", "made"), [
+    (does_nothing, "it made A not at all"),
+    (misspells_its_effect, "it made A not at all; records for AA, which is no intended effect"),
+    (files_twice, "it made A 2 times"),
+])
+def test_a_loop_whose_uninterrupted_run_does_not_make_each_effect_once_is_refused_not_passed(entry, made):
+    with pytest.raises(BadInput, match="its uninterrupted run must make each intended effect") as refused:
+        sweep(entry, ["A"], name="mine")
+    assert str(refused.value) == f"mine: its uninterrupted run must make each intended effect (A) exactly once, and {made}"

@@ -212,6 +212,22 @@ def check_finished(points: Recorder, store: Store) -> Checkpoint:
     return final
 
 
+def check_once(run: ScenarioRun) -> None:
+    """The uninterrupted run, with nothing broken, makes each intended effect exactly once and nothing else:
+    a loop that does not (an empty loop, a misspelt effect, an effect made twice) has no table to count against."""
+    outcome = run.outcome(run.world.model.calls)
+    wrong = [f"{effect} {n + 1} times" for effect, n in outcome.dups.items()]
+    wrong += [f"{effect} not at all" for effect in outcome.missing]
+    if outcome.orphans:
+        named = {c.id for c in run.setup.variant.intended(run.setup.job)}
+        strays = sorted({r.call for r in run.world.tracker.records if r.call not in named})
+        wrong.append(f"records for {', '.join(strays)}, which is no intended effect")
+    if wrong:
+        expected = ", ".join(c.id for c in run.setup.variant.intended(run.setup.job))
+        raise BadInput(f"{run.setup.variant.slug}: its uninterrupted run must make each intended effect ({expected}) "
+                       f"exactly once, and it made {'; '.join(wrong)}")
+
+
 def check_retrace(run: ScenarioRun, process: int, expected: Trace, of: str) -> None:
     """A process repeats what it repeats: up to its crash, its points are those of the run it retraces."""
     got = run.trace(process)

@@ -20,7 +20,15 @@ from typing import TYPE_CHECKING
 from crashlab.check.outcome import COUNT_KEYS, Counts, Outcome
 from crashlab.engine.death import Choice, Left
 from crashlab.engine.points import named
-from crashlab.engine.scenario import ScenarioResult, ScenarioRun, Setup, Trace, check_retrace, scenario_id
+from crashlab.engine.scenario import (
+    ScenarioResult,
+    ScenarioRun,
+    Setup,
+    Trace,
+    check_once,
+    check_retrace,
+    scenario_id,
+)
 from crashlab.errors import Stray
 from crashlab.faults import Faults
 
@@ -247,6 +255,8 @@ def trunk(setup: Setup, runner: Runner, depth: int = 2, share: bool = True, repe
     run = runs[-1]
     for k, other in enumerate(runs[:-1], start=1):
         check_retrace(run, 1, other.trace(1), f"uninterrupted run {k}")
+    if not setup.faults:  # a fault may break the uninterrupted run itself (a timeout): that is what it sweeps
+        check_once(run)
     baseline, calls = run.trace(1), run.world.model.calls
     branches = [Branch(setup, depth, calls, j, group, (baseline,), share, repeat, strays_fail)
                 for j, groups in enumerate(run.deaths or (), start=1) for group in groups]
