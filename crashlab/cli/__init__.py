@@ -13,6 +13,7 @@ from crashlab.cli.explain import explain, points
 from crashlab.cli.info import faults, jobs, schema
 from crashlab.cli.plot import plot
 from crashlab.cli.run import checkpoint, run, tracker
+from crashlab.cli.serve import serve
 from crashlab.cli.sweep import sweep
 from crashlab.errors import CrashlabError
 
@@ -39,12 +40,13 @@ def cli(ctx: click.Context) -> None:
     crashlab sweep --kill               every process a real one, SIGKILLed at its crash point
     crashlab sweep --loop langgraph --kill   a LangGraph agent (or --loop dbos, a DBOS workflow), killed for real
     crashlab faults                     what else can break: the fault models for sweep --fault
+    crashlab serve --dir DIR            the issue tracker as a real HTTP (and MCP) service over SQLite
     """
     if ctx.invoked_subcommand is None:
         click.echo(ctx.get_help())
 
 
-for command in (sweep, explain, points, faults, jobs, schema, plot, campaign, run, tracker, checkpoint):
+for command in (sweep, explain, points, faults, jobs, schema, plot, campaign, run, tracker, checkpoint, serve):
     cli.add_command(command)
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable, Iterator, MutableMapping, MutableSet
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +65,22 @@ class WorldError(BadInput):
     """A database that belongs to another job or another kind of tracker, or is not crashlab's."""
 
 
+@contextmanager
+def transaction(connection: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """Everything in the block commits together or not at all, and before the block's caller goes on.
+
+    ``BEGIN IMMEDIATE`` takes the write lock at once, so reading a count and writing the next
+    number cannot interleave with another writer.
+    """
+    connection.execute("BEGIN IMMEDIATE")
+    try:
+        yield connection
+    except BaseException:
+        connection.execute("ROLLBACK")
+        raise
+    connection.execute("COMMIT")
+
+
 class Database:
     """One connection to a world's file. Every write is a transaction committed before it returns.
 
@@ -98,20 +114,8 @@ class Database:
     def close(self) -> None:
         self.connection.close()
 
-    @contextmanager
-    def transaction(self) -> Iterator[sqlite3.Connection]:
-        """Everything in the block commits together or not at all, and before the block's caller goes on.
-
-        ``BEGIN IMMEDIATE`` takes the write lock at once, so reading a count and writing the next
-        number cannot interleave with another writer.
-        """
-        self.connection.execute("BEGIN IMMEDIATE")
-        try:
-            yield self.connection
-        except BaseException:
-            self.connection.execute("ROLLBACK")
-            raise
-        self.connection.execute("COMMIT")
+    def transaction(self) -> AbstractContextManager[sqlite3.Connection]:
+        return transaction(self.connection)
 
     def meta(self, name: str) -> str | None:
         row = self.connection.execute("SELECT value FROM meta WHERE name = ?", (name,)).fetchone()

@@ -1,0 +1,170 @@
+"""The service's HTTP face: JSON in and out, the Idempotency-Key header, and the harness's controls.
+
+Every route reads its request, hands it to the `Service` (which holds the rules) and writes back
+its `Answer`. An error is ``{"error": "one line"}`` with a 4xx status: a client's mistake, however
+hostile (not JSON, the wrong types, a huge body, a key too long), is never a 500.
+
+A replayed response carries ``Idempotent-Replayed: true`` (Stripe's header). The key may come
+bare, as Stripe takes it, or as the draft's structured-field string, in double quotes.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from crashlab.service.control import LineBroken
+from crashlab.service.mcp import PATH, LazyMcp
+from crashlab.service.tracker import MAX_NUMBER, Answer, Refused, Service
+
+#: The largest request body read, in bytes; a larger one is drained and refused with 413.
+MAX_BODY = 1 << 20
+#: A route's handler: the request in, the service's answer out.
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+def respond(answer: Answer) -> JSONResponse:
+    headers = {"Idempotent-Replayed": "true"} if answer.replayed else None
+    return JSONResponse(answer.body, answer.status, headers=headers)
+
+
+def error(status: int, message: str) -> JSONResponse:
+    return JSONResponse({"error": message}, status)
+
+
+async def read_object(request: Request, empty: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The request's body as a JSON object; `empty` stands for no body where the route allows none.
+
+    The whole body is read even when it is too large, so the client hears the 413 instead of a
+    connection reset while it is still sending.
+    """
+    data, size = bytearray(), 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size <= MAX_BODY:
+            data += chunk
+    if size > MAX_BODY:
+        raise Refused(413, f"the body is {size} bytes, more than {MAX_BODY}")
+    if not data.strip():
+        if empty is not None:
+            return empty
+        raise Refused(400, "the body is empty: expected a JSON object")
+    try:
+        value = json.loads(data)
+    except (ValueError, RecursionError) as failure:
+        raise Refused(400, f"the body is not JSON ({' '.join(str(failure).split())[:200]})") from None
+    if not isinstance(value, dict):
+        raise Refused(400, "the body must be a JSON object")
+    return value
+
+
+def header_key(request: Request) -> str | None:
+    """The Idempotency-Key header, bare or as a quoted structured-field string; None if absent."""
+    key = request.headers.get("idempotency-key")
+    if key is not None and len(key) >= 2 and key[0] == key[-1] == '"':
+        key = re.sub(r"\\([\\\"])", r"\1", key[1:-1])
+    return key
+
+
+def path_key(request: Request) -> str:
+    return request.path_params["key"]
+
+
+def issue_number(raw: str) -> int:
+    if not re.fullmatch(r"[0-9]{1,19}", raw) or int(raw) < 1 or int(raw) > MAX_NUMBER:
+        raise Refused(400, f"the issue number in the path must be a positive integer, not {raw[:40]!r}")
+    return int(raw)
+
+
+def build_app(service: Service, host: str = "127.0.0.1") -> Starlette:
+    """The service's Starlette app: its routes, the MCP endpoint at `PATH`, and the control line's life."""
+    mcp = LazyMcp(service, host)
+
+    def tool(label: str, work: Callable[[Request], Awaitable[Answer]],
+             key: Callable[[Request], str | None] = lambda request: None) -> Handler:
+        """A route for a tool a loop calls: its refusals, like its events, are reported on the line."""
+        async def handle(request: Request) -> Response:
+            try:
+                return respond(await service.answer(label, key(request), lambda: work(request)))
+            except LineBroken:
+                return error(503, "the harness's control line is gone: the service is stopping")
+        return handle
+
+    async def create_issue(request: Request) -> Answer:
+        return await service.create_issue(await read_object(request), header_key(request))
+
+    async def comment(request: Request) -> Answer:
+        number = issue_number(request.path_params["n"])
+        return await service.comment(number, await read_object(request), header_key(request))
+
+    async def search(request: Request) -> Answer:
+        return await service.search(request.query_params.get("q"))
+
+    async def lookup(request: Request) -> Answer:
+        return await service.lookup(path_key(request))
+
+    async def ask(request: Request) -> Answer:
+        return await service.ask(await read_object(request))
+
+    async def approve(request: Request) -> Answer:
+        return await service.approve(await read_object(request))
+
+    async def model_call(request: Request) -> Answer:
+        await read_object(request, empty={})  # a loop may say what the call was; the count is what counts
+        return await service.model_call()
+
+    async def reset(request: Request) -> Response:
+        service.reset()
+        return JSONResponse({"reset": True})
+
+    async def state(request: Request) -> Response:
+        return JSONResponse(service.state())
+
+    async def clock(request: Request) -> Response:
+        try:
+            return JSONResponse({"offset_hours": service.advance(await read_object(request))})
+        except Refused as refusal:
+            return error(refusal.status, refusal.message)
+
+    async def not_routed(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, HTTPException)
+        return error(exc.status_code, f"{request.method} {request.url.path}: {exc.detail.lower()}")
+
+    async def failed(request: Request, exc: Exception) -> Response:
+        """A bug of the service's, never a client's mistake: still one JSON line (uvicorn logs the traceback)."""
+        return error(500, f"the service failed: {type(exc).__name__}: {' '.join(str(exc).split())[:200]}")
+
+    @asynccontextmanager
+    async def life(app: Starlette) -> AsyncIterator[None]:
+        if service.line is not None:
+            await service.line.open()
+        try:
+            yield
+        finally:
+            await mcp.close()
+            if service.line is not None:
+                await service.line.close()
+
+    routes = [
+        Route("/issues", tool("create_issue", create_issue, header_key), methods=["POST"]),
+        Route("/issues/{n}/comments", tool("comment", comment, header_key), methods=["POST"]),
+        Route("/search", tool("search", search), methods=["GET"]),
+        Route("/idempotency/{key:path}", tool("key", lookup, path_key), methods=["GET"]),
+        Route("/person/questions", tool("person", ask), methods=["POST"]),
+        Route("/person/approvals", tool("person", approve), methods=["POST"]),
+        Route("/model/calls", tool("call", model_call), methods=["POST"]),
+        Route("/_crashlab/reset", reset, methods=["POST"]),
+        Route("/_crashlab/state", state, methods=["GET"]),
+        Route("/_crashlab/clock", clock, methods=["POST"]),
+        Route(PATH, mcp),
+    ]
+    return Starlette(routes=routes, exception_handlers={HTTPException: not_routed, Exception: failed}, lifespan=life)

@@ -1,0 +1,80 @@
+"""The control line between the service and the harness that sweeps a loop against it.
+
+The service reports every event a sweep must see (a request it committed, a lookup it answered, a
+question it put to the person) and waits for the harness's word before it answers the loop. That
+wait is where a death happens: at the service's crash point ``accepted``, right after it commits,
+the harness kills the loop's process, then lets the service go on, and its answer goes nowhere. So
+the harness sees every event of the loop and of the service in one order, and decides every death.
+
+A frame is a 4-byte big-endian length and that many bytes of JSON, one object each way:
+
+service → harness   ``{"kind": "request", "label": TOOL, "detail": {...}, "point": "accepted"}``,
+                    ``{"kind": "lookup", ...}`` (no ``point``); it then waits for the reply.
+harness → service   ``{"go": true}``: answer the loop (if the loop is still alive to hear it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import struct
+from typing import Any
+
+HEADER = struct.Struct("!I")
+#: No frame on this line is larger: a longer length is a broken line, not a frame to allocate for.
+MAX_FRAME = 1 << 20
+
+
+class LineBroken(ConnectionError):
+    """The other end closed the line, or sent what is not a frame."""
+
+
+def encode(message: dict[str, Any]) -> bytes:
+    data = json.dumps(message, separators=(",", ":")).encode()
+    return HEADER.pack(len(data)) + data
+
+
+def decode(data: bytes) -> dict[str, Any]:
+    try:
+        message = json.loads(data)
+    except ValueError as error:
+        raise LineBroken(f"a frame that is not JSON ({error})") from None
+    if not isinstance(message, dict):
+        raise LineBroken("a frame that is not a JSON object")
+    return message
+
+
+def _length(header: bytes) -> int:
+    (length,) = HEADER.unpack(header)
+    if length > MAX_FRAME:
+        raise LineBroken(f"a frame of {length} bytes, more than {MAX_FRAME}")
+    return length
+
+
+def send(sock: socket.socket, message: dict[str, Any]) -> None:
+    sock.sendall(encode(message))
+
+
+def receive(sock: socket.socket) -> dict[str, Any]:
+    """The next frame; `LineBroken` if the line closed before a whole one came."""
+    return decode(_exactly(sock, _length(_exactly(sock, HEADER.size))))
+
+
+def _exactly(sock: socket.socket, n: int) -> bytes:
+    chunks, left = [], n
+    while left:
+        chunk = sock.recv(left)
+        if not chunk:
+            raise LineBroken("the line closed")
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
+async def receive_async(reader: asyncio.StreamReader) -> dict[str, Any]:
+    try:
+        header = await reader.readexactly(HEADER.size)
+        return decode(await reader.readexactly(_length(header)))
+    except asyncio.IncompleteReadError:
+        raise LineBroken("the line closed") from None

@@ -1,0 +1,171 @@
+"""The harness's handle on a service process: start it, find its URL, reset and read it, stop it.
+
+The service runs in a process of its own (``python -m crashlab.service``), so a loop's death never
+touches it and the harness can kill it too. With a control line (``control=True``) it reports every
+event on `ServiceProcess.control` and waits for the harness's reply before it answers the loop
+(`crashlab.service.control`): whoever holds this handle must answer every frame, or the loop waits.
+
+This module is the harness's side: it imports neither Starlette nor uvicorn nor an HTTP client
+beyond the standard library's, so a harness stays as light as it was.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import select
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import IO, Any
+
+from crashlab.errors import HarnessError
+
+#: How long a service may take to say its URL, in seconds.
+START_TIMEOUT = 10.0
+#: How long a control request or a stopping service may take, in seconds.
+TIMEOUT = 10.0
+#: The service is on this machine: no proxy from the environment stands between.
+DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
+class ServiceProcess:
+    """A running service: its `url`, the harness's end of its control line (`control`), and its process."""
+
+    def __init__(self, process: subprocess.Popen[bytes], url: str, control: socket.socket | None, errors: IO[bytes]):
+        self.process = process
+        self.url = url
+        self.control = control
+        self._errors = errors
+
+    @classmethod
+    def start(cls, directory: Path, tracker: str = "keyed", keys: str = "optional", retention: float = 24.0,
+              control: bool = True) -> ServiceProcess:
+        """Start a service on `directory` and wait for its URL; `HarnessError`, with its stderr, if none comes."""
+        command = [sys.executable, "-m", "crashlab.service", "--dir", str(directory), "--port", "0",
+                   "--tracker", tracker, "--keys", keys, "--retention", repr(float(retention))]
+        ours, theirs = socket.socketpair() if control else (None, None)
+        if theirs is not None:
+            command += ["--control-fd", str(theirs.fileno())]
+        errors = tempfile.TemporaryFile()  # noqa: SIM115 (the handle keeps it, for `stderr`)
+        try:
+            process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=errors,
+                                       pass_fds=() if theirs is None else (theirs.fileno(),))
+        except BaseException:
+            errors.close()
+            for end in (ours, theirs):
+                if end is not None:
+                    end.close()
+            raise
+        finally:
+            if theirs is not None:
+                theirs.close()
+        try:
+            url = _first_line(process, START_TIMEOUT)
+        except (TimeoutError, EOFError, OSError, UnicodeDecodeError):
+            url = ""
+        except BaseException:
+            cls(process, "", ours, errors).close()
+            raise
+        if not url.startswith("http://"):
+            cls(process, url, ours, errors).close()
+            raise HarnessError(f"the service on {directory} did not say its URL within {START_TIMEOUT:g} s "
+                               f"(exit status {process.returncode}): {_tail(errors) or 'it wrote nothing to stderr'}")
+        return cls(process, url, ours, errors)
+
+    def env(self) -> dict[str, str]:
+        """The variables that tell a loop's tools where the service is."""
+        return {
+            "CRASHLAB_TRACKER_URL": self.url,
+            "CRASHLAB_MCP_URL": self.url + "/mcp",
+            "CRASHLAB_PERSON_URL": self.url + "/person",
+            "CRASHLAB_MODEL_URL": self.url + "/model",
+        }
+
+    def reset(self) -> None:
+        """Empty the service: records, keys, fences, counts, the clock's offset, the requests in flight."""
+        self._call("POST", "/_crashlab/reset", {})
+
+    def state(self) -> dict[str, Any]:
+        """``{"records": [...in commit order], "asks": n, "approvals": n, "model_calls": n}``."""
+        return self._call("GET", "/_crashlab/state")
+
+    def advance(self, hours: float) -> None:
+        """Move the service's clock on by `hours`: keys older than its retention expire."""
+        self._call("POST", "/_crashlab/clock", {"advance_hours": hours})
+
+    def _call(self, method: str, path: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(self.url + path, data, {"Content-Type": "application/json"}, method=method)
+        try:
+            with DIRECT.open(request, timeout=TIMEOUT) as response:
+                return json.loads(response.read())
+        except urllib.error.HTTPError as error:
+            said = error.read().decode(errors="replace")[:200]
+            raise HarnessError(f"the service refused {method} {path}: {error.code} {said}") from None
+        except (OSError, ValueError) as error:
+            raise HarnessError(f"the service at {self.url} did not answer {method} {path} ({error})") from None
+
+    def stderr(self) -> str:
+        """What the service wrote to stderr so far."""
+        return _tail(self._errors, limit=None)
+
+    def close(self) -> None:
+        """Stop the service: close its control line (which stops it), then SIGTERM, then SIGKILL if need be.
+
+        What it wrote to stderr stays readable (`stderr`).
+        """
+        if self.control is not None:
+            # Shut down, not only closed: a thread blocked reading the line must not keep it open.
+            with contextlib.suppress(OSError):  # the service closed it first
+                self.control.shutdown(socket.SHUT_RDWR)
+            self.control.close()
+            with contextlib.suppress(subprocess.TimeoutExpired):  # it stops by itself, or is told to below
+                self.process.wait(TIMEOUT)
+        _stop(self.process)
+        if self.process.stdout is not None:
+            self.process.stdout.close()
+
+    def __enter__(self) -> ServiceProcess:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _first_line(process: subprocess.Popen[bytes], timeout: float) -> str:
+    """The process's first line on stdout, without its newline; TimeoutError or EOFError if none comes."""
+    assert process.stdout is not None
+    fd, data, deadline = process.stdout.fileno(), b"", time.monotonic() + timeout
+    while b"\n" not in data:
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([fd], [], [], left)[0]:
+            raise TimeoutError
+        chunk = os.read(fd, 4096)
+        if not chunk:
+            raise EOFError
+        data += chunk
+    return data.split(b"\n", 1)[0].decode().strip()
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(TIMEOUT)
+        except subprocess.TimeoutExpired:
+            process.kill()
+    process.wait()
+
+
+def _tail(errors: IO[bytes], limit: int | None = 2000) -> str:
+    errors.flush()
+    errors.seek(0)
+    text = errors.read().decode(errors="replace").strip()
+    return text if limit is None else text[-limit:]

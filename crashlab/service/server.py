@@ -1,0 +1,195 @@
+"""Run the service: take its directory, bind its socket, say its URL, serve under uvicorn until told to stop.
+
+The socket is bound here, not by uvicorn, so port 0 means any free port and the URL can be known
+and announced: the first line on stdout is exactly the base URL, and a harness that started the
+process reads it to find the service. Anything else goes to stderr.
+
+It stops, cleanly and with status 0, on SIGTERM or SIGINT, and when the harness's control line
+closes: a harness that died must not leave a service behind. A line that carried garbage stops it
+with status 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import fcntl
+import math
+import os
+import signal
+import socket
+import stat
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+from typing import cast
+
+import uvicorn
+
+from crashlab.errors import BadInput
+from crashlab.service.app import build_app
+from crashlab.service.line import Line
+from crashlab.service.store import SERVICE_FILE, Store
+from crashlab.service.tracker import KEY_RULES, KeyRule, Service
+from crashlab.world.tracker import KEY_RETENTION, TRACKER_MODES, TrackerMode
+
+#: Held while a service runs on a directory: two services on one file would each think their
+#: in-flight keys the only ones.
+LOCK_FILE = "service.lock"
+#: How long a stopping service lets requests in progress finish, in seconds.
+GRACE = 2
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What `python -m crashlab.service` and `crashlab serve` take."""
+
+    directory: Path
+    host: str = "127.0.0.1"
+    port: int = 0
+    tracker: str = "keyed"
+    keys: str = "optional"
+    retention: float = KEY_RETENTION
+    control_fd: int | None = None
+
+    def check(self) -> None:
+        """Refuse, in one line, what cannot be served."""
+        if self.directory.exists() and not self.directory.is_dir():
+            raise BadInput(f"--dir {self.directory} is a file, not a directory")
+        if not self.directory.exists() and not self.directory.parent.is_dir():
+            raise BadInput(f"--dir {self.directory}: its parent {self.directory.parent} is not a directory")
+        if not 0 <= self.port <= 65535:
+            raise BadInput(f"--port {self.port} is not a port (0 to 65535; 0 takes any free one)")
+        if self.tracker not in TRACKER_MODES:
+            raise BadInput(f"unknown tracker {self.tracker!r} (valid: {', '.join(TRACKER_MODES)})")
+        if self.keys not in KEY_RULES:
+            raise BadInput(f"unknown --keys {self.keys!r} (valid: {', '.join(KEY_RULES)})")
+        if not (math.isfinite(self.retention) and self.retention >= 0):
+            raise BadInput(f"--retention {self.retention} is not a number of hours (0 or more)")
+        if self.control_fd is not None:
+            try:
+                mode = os.fstat(self.control_fd).st_mode
+            except OSError:
+                raise BadInput(f"--control-fd {self.control_fd} is not an open file descriptor") from None
+            if not stat.S_ISSOCK(mode):
+                raise BadInput(f"--control-fd {self.control_fd} is not a socket")
+
+
+class Server(uvicorn.Server):
+    """uvicorn's server, announcing itself once it listens, and taking a signal as an order to stop.
+
+    uvicorn raises a signal it caught again once it has shut down, so the process dies of it; the
+    service was asked to stop, did, and exits 0.
+    """
+
+    def __init__(self, config: uvicorn.Config, announce: Callable[[], None]):
+        super().__init__(config)
+        self.announce = announce
+        self.exit_code = 0
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)
+        if self.started:
+            self.announce()
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        if self.should_exit and sig == signal.SIGINT:
+            self.force_exit = True  # a second Ctrl-C: stop waiting for requests in progress
+        self.should_exit = True
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """A socket bound to `host`:`port` (0: any free port), for uvicorn to listen on."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+        sock = socket.socket(family, kind, proto)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+    except OSError as error:
+        raise BadInput(f"cannot listen on {host}:{port} ({error.strerror or error})") from None
+    return sock
+
+
+def base_url(sock: socket.socket) -> str:
+    host, port = sock.getsockname()[:2]
+    return f"http://[{host}]:{port}" if sock.family == socket.AF_INET6 else f"http://{host}:{port}"
+
+
+@contextmanager
+def locked(directory: Path) -> Iterator[None]:
+    """Hold `directory` for one service; a second is refused rather than left to share the file."""
+    try:
+        lock = open(directory / LOCK_FILE, "a")  # noqa: SIM115 (closed below, after the service)
+    except OSError as error:
+        raise BadInput(f"--dir {directory}: cannot write in it ({error.strerror or error})") from None
+    with lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise BadInput(f"--dir {directory} is in use by another service") from None
+        yield
+
+
+def serve(settings: Settings, announce: Callable[[str, Service], None]) -> int:
+    """Serve until stopped; the exit status. `announce` is told the URL once the service listens."""
+    settings.check()
+    try:
+        settings.directory.mkdir(exist_ok=True)
+    except OSError as error:
+        raise BadInput(f"--dir {settings.directory}: cannot make it ({error.strerror or error})") from None
+    with locked(settings.directory):
+        store = Store(settings.directory / SERVICE_FILE)
+        try:
+            sock = listen(settings.host, settings.port)
+            with sock:
+                return run(settings, store, sock, announce)
+        finally:
+            store.close()
+
+
+def run(settings: Settings, store: Store, sock: socket.socket, announce: Callable[[str, Service], None]) -> int:
+    server: Server | None = None
+
+    def closed(why: str, broke: bool) -> None:
+        print(f"crashlab service: {why}: stopping", file=sys.stderr, flush=True)
+        assert server is not None
+        server.exit_code = 1 if broke else 0
+        server.should_exit = True
+
+    line = None if settings.control_fd is None else Line(settings.control_fd, closed)
+    service = Service(store, cast(TrackerMode, settings.tracker), cast(KeyRule, settings.keys), settings.retention,
+                      line)
+    config = uvicorn.Config(build_app(service, settings.host), log_config=None, log_level="warning",
+                            access_log=False, lifespan="on", timeout_graceful_shutdown=GRACE)
+    url = base_url(sock)
+    server = Server(config, lambda: announce(url, service))
+    asyncio.run(server.serve(sockets=[sock]))
+    return server.exit_code if server.started else 1
+
+
+def say_url(url: str, service: Service) -> None:
+    """The first line on stdout is the URL and nothing else; what the service is goes to stderr."""
+    print(url, flush=True)
+    print(f"crashlab service: {service.describe()}", file=sys.stderr, flush=True)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m crashlab.service",
+                                     description="crashlab's issue tracker as an HTTP service over SQLite.")
+    parser.add_argument("--dir", required=True, type=Path, help="the service's directory: service.sqlite")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=0, help="0 (the default): any free port")
+    parser.add_argument("--tracker", choices=TRACKER_MODES, default="keyed")
+    parser.add_argument("--keys", choices=KEY_RULES, default="optional")
+    parser.add_argument("--retention", type=float, default=KEY_RETENTION, metavar="HOURS")
+    parser.add_argument("--control-fd", type=int, metavar="N", help="the harness's end of the control line")
+    args = parser.parse_args(argv)
+    settings = Settings(args.dir, args.host, args.port, args.tracker, args.keys, args.retention, args.control_fd)
+    try:
+        return serve(settings, say_url)
+    except BadInput as error:
+        print(f"crashlab service: error: {' '.join(str(error).split())}", file=sys.stderr)
+        return error.exit_code

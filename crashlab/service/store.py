@@ -1,0 +1,233 @@
+"""The service's records, keys, fences and counts in one SQLite file, DIR/service.sqlite.
+
+The service's promise is the tracker's (`crashlab.world.sqlite`): WAL mode, ``synchronous=FULL``,
+and every change in one ``BEGIN IMMEDIATE`` transaction that commits before the answer leaves. So a
+service killed at any instant restarts on the same file and finds exactly what it answered, and a
+loop that dies waiting for an answer finds the change it asked for, or nothing, never half of it.
+
+One connection, used by the one thread that runs the service's event loop: a request's reads and
+its writes cannot interleave with another's, because nothing awaits between them.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from crashlab.errors import BadInput
+from crashlab.world.sqlite import transaction
+
+#: The service's file, in the directory it is given.
+SERVICE_FILE = "service.sqlite"
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS records (
+    seq INTEGER PRIMARY KEY,
+    kind TEXT NOT NULL CHECK (kind IN ('issue', 'comment')),
+    number INTEGER NOT NULL,
+    issue INTEGER,
+    title TEXT,
+    body TEXT NOT NULL,
+    key TEXT,
+    UNIQUE (kind, number)
+);
+CREATE TABLE IF NOT EXISTS keys (
+    key TEXT PRIMARY KEY,
+    fingerprint TEXT NOT NULL,
+    status INTEGER NOT NULL,
+    answer TEXT NOT NULL,
+    made REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS fences (key TEXT PRIMARY KEY);
+CREATE TABLE IF NOT EXISTS counts (name TEXT PRIMARY KEY, value NOT NULL);
+"""
+
+#: What `/_crashlab/state` counts, each a row of the counts table.
+COUNTS = ("asks", "approvals", "model_calls")
+#: The clock's offset, in hours, is kept beside the counts: a restart keeps the time it was moved to.
+CLOCK = "clock_hours"
+
+Kind = Literal["issue", "comment"]
+
+
+class StoreError(BadInput):
+    """A file that is not a SQLite database, or not the service's."""
+
+
+@dataclass(frozen=True)
+class Record:
+    """An issue (``issue`` is None) or a comment on issue ``issue`` (``title`` is None)."""
+
+    kind: Kind
+    number: int
+    issue: int | None
+    title: str | None
+    body: str
+    key: str | None
+
+    def as_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "number": self.number, "issue": self.issue, "title": self.title,
+                "body": self.body, "key": self.key}
+
+
+@dataclass(frozen=True)
+class Kept:
+    """The response kept under an idempotency key: what a replay answers and a lookup reports."""
+
+    fingerprint: str
+    status: int
+    answer: dict[str, Any]
+    made: float  # the service's clock, in seconds, when it was kept
+
+
+@dataclass(frozen=True)
+class Change:
+    """One changing request the service decided to apply: the record to add, and the key to keep it under.
+
+    ``keep`` is None when no key is to be kept (none was sent, the service is keyless, or a live
+    one already holds its first response); the response kept is always ``201 {"number": n}``.
+    """
+
+    kind: Kind
+    issue: int | None
+    title: str | None
+    body: str
+    key: str | None
+    keep: str | None  # the request's fingerprint, when its key is to be kept
+    made: float
+
+
+class NoSuchIssue(LookupError):
+    """A comment on an issue the service does not hold."""
+
+
+class Store:
+    """The service's one connection to its file."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        try:
+            # Autocommit mode: transactions are begun and committed explicitly, never implicitly.
+            self.connection = sqlite3.connect(self.path, isolation_level=None)
+            self.connection.execute("PRAGMA journal_mode=WAL")
+            self.connection.execute("PRAGMA synchronous=FULL")
+            self.connection.executescript(SCHEMA)
+            self.connection.execute("SELECT seq, kind, number, issue, title, body, key FROM records LIMIT 0")
+            self.connection.execute("SELECT key, fingerprint, status, answer, made FROM keys LIMIT 0")
+        except sqlite3.DatabaseError as error:
+            raise StoreError(f"{self.path}: not a crashlab service database ({error})") from None
+
+    def close(self) -> None:
+        self.connection.close()
+
+    def transaction(self) -> AbstractContextManager[sqlite3.Connection]:
+        """Everything in the block commits together, before the block's caller goes on, or not at all."""
+        return transaction(self.connection)
+
+    # The clock: the wall's, moved on by the harness to expire keys without waiting a day.
+
+    def now(self) -> float:
+        """The service's time in seconds: `time.time()` plus the offset the harness advanced it by."""
+        return time.time() + self._value(CLOCK) * 3600.0
+
+    def advance(self, hours: float) -> float:
+        """Move the clock on by `hours`; the offset it now stands at, in hours."""
+        with self.transaction() as sql:
+            offset = self._value(CLOCK) + hours
+            sql.execute("INSERT OR REPLACE INTO counts (name, value) VALUES (?, ?)", (CLOCK, offset))
+        return offset
+
+    # Counts: the person's questions and approvals, the model calls a loop reported.
+
+    def count(self, name: str) -> int:
+        return int(self._value(name))
+
+    def bump(self, name: str) -> int:
+        """Add one to `name`'s count, committed; the new count."""
+        with self.transaction() as sql:
+            value = self.count(name) + 1
+            sql.execute("INSERT OR REPLACE INTO counts (name, value) VALUES (?, ?)", (name, value))
+        return value
+
+    def _value(self, name: str) -> float:
+        row = self.connection.execute("SELECT value FROM counts WHERE name = ?", (name,)).fetchone()
+        return row[0] if row else 0
+
+    # Records.
+
+    def records(self) -> list[Record]:
+        """Every record, in the order the service committed them."""
+        rows = self.connection.execute("SELECT kind, number, issue, title, body, key FROM records ORDER BY seq")
+        return [Record(*row) for row in rows]
+
+    def issues(self) -> list[Record]:
+        rows = self.connection.execute(
+            "SELECT kind, number, issue, title, body, key FROM records WHERE kind = 'issue' ORDER BY number")
+        return [Record(*row) for row in rows]
+
+    def comments_on(self, issue: int) -> list[Record]:
+        rows = self.connection.execute(
+            "SELECT kind, number, issue, title, body, key FROM records WHERE kind = 'comment' AND issue = ? "
+            "ORDER BY number", (issue,))
+        return [Record(*row) for row in rows]
+
+    def add(self, sql: sqlite3.Connection, change: Change) -> int:
+        """Add `change`'s record inside the caller's transaction; its number (issues and comments each from 1)."""
+        if change.kind == "comment":
+            found = sql.execute("SELECT 1 FROM records WHERE kind = 'issue' AND number = ?", (change.issue,))
+            if found.fetchone() is None:
+                raise NoSuchIssue(change.issue)
+        (number,) = sql.execute("SELECT COUNT(*) + 1 FROM records WHERE kind = ?", (change.kind,)).fetchone()
+        sql.execute("INSERT INTO records (kind, number, issue, title, body, key) VALUES (?, ?, ?, ?, ?, ?)",
+                    (change.kind, number, change.issue, change.title, change.body, change.key))
+        return number
+
+    # Keys and fences.
+
+    def kept(self, key: str) -> Kept | None:
+        """The response kept under `key`, expired or not: whether it still counts is the service's rule."""
+        row = self.connection.execute("SELECT fingerprint, status, answer, made FROM keys WHERE key = ?",
+                                      (key,)).fetchone()
+        if row is None:
+            return None
+        fingerprint, status, answer, made = row
+        return Kept(fingerprint, status, json.loads(answer), made)
+
+    def keep(self, sql: sqlite3.Connection, key: str, kept: Kept) -> None:
+        """Keep `kept` under `key` inside the caller's transaction, replacing an expired one."""
+        sql.execute("INSERT OR REPLACE INTO keys (key, fingerprint, status, answer, made) VALUES (?, ?, ?, ?, ?)",
+                    (key, kept.fingerprint, kept.status, json.dumps(kept.answer), kept.made))
+
+    def fenced(self, key: str) -> bool:
+        return self.connection.execute("SELECT 1 FROM fences WHERE key = ?", (key,)).fetchone() is not None
+
+    def fence(self, key: str) -> None:
+        with self.transaction() as sql:
+            sql.execute("INSERT OR IGNORE INTO fences (key) VALUES (?)", (key,))
+
+    def reset(self) -> None:
+        """Empty everything: records, keys, fences, counts and the clock's offset."""
+        with self.transaction() as sql:
+            for table in ("records", "keys", "fences", "counts"):  # names, never input
+                sql.execute(f"DELETE FROM {table}")
+
+
+def one_txn(store: Store, change: Change) -> int:
+    """The record, its key and the kept response in one transaction: no death leaves one without the other."""
+    with store.transaction() as sql:
+        number = store.add(sql, change)
+        if change.key is not None and change.keep is not None:
+            store.keep(sql, change.key, Kept(change.keep, 201, {"number": number}, change.made))
+    return number
+
+
+#: How a changing request is committed, by name. Only one order now; another (the record, then the
+#: key in a second transaction) is a function of the same shape, and a death between its two
+#: transactions is what it would let a sweep see.
+COMMITS: dict[str, Callable[[Store, Change], int]] = {"one-txn": one_txn}

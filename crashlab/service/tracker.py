@@ -1,0 +1,301 @@
+"""What each request to the service means: the Idempotency-Key rules, the person, the model's counter.
+
+The rules are those of draft-ietf-httpapi-idempotency-key-header-07 and Stripe's API. A changing
+request may carry a key. A ``keyed`` service answers a retry under a known, unexpired key with the
+first response and changes nothing; the same key with another payload is a client's mistake (422);
+a retry while the first is still being processed is a conflict (409). A key is kept ``retention``
+hours by the service's own clock, and after that a repeat is applied anew. A ``lookup`` service
+applies every request but keeps each key's first response for `GET /idempotency/KEY`; a
+``fencing`` one also fences a key its lookup did not find, so the request it names can never land
+late; a ``keyless`` one keeps nothing. Only a success is kept under a key: a refused request may be
+fixed and sent again with the same key.
+
+Both transports (`app` for plain HTTP, `mcp` for MCP) call the same `Service`, so a key means the
+same whichever way a request comes. Every event a sweep must see is reported on the control line
+(`line`) before its answer leaves: a changing request right after it commits, its crash point
+``accepted``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal, get_args
+
+from crashlab.service.line import Line
+from crashlab.service.store import COMMITS, COUNTS, Change, Kept, Kind, NoSuchIssue, Store
+from crashlab.world.tracker import KEY_RETENTION, TrackerMode
+
+#: `--keys`: whether a changing request may come without an Idempotency-Key.
+KeyRule = Literal["optional", "required"]
+KEY_RULES: tuple[KeyRule, ...] = get_args(KeyRule)
+#: The longest key kept (Stripe's limit); a longer one is refused, never cut.
+MAX_KEY = 255
+#: The longest text a field may hold, in characters (GitHub's limit for an issue's body). It also
+#: keeps every frame on the control line well under its limit.
+MAX_TEXT = 65536
+#: SQLite's largest integer: a larger issue number is refused, not sent to the database to overflow.
+MAX_NUMBER = 2**63 - 1
+
+
+class Refused(Exception):
+    """A request the service will not apply: its status and one line that says what and why."""
+
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What the service answers: a status, a JSON body, and whether it is a replay of a kept response."""
+
+    status: int
+    body: dict[str, Any]
+    replayed: bool = False
+
+
+def fingerprint(method: str, path: str, body: dict[str, Any]) -> str:
+    """What makes two requests under one key the same request: sha256 of their canonical JSON."""
+    canonical = json.dumps([method, path, body], sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def json_type(value: object) -> str:
+    """A value's type as JSON names it, for an error a client can act on."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    return "an array" if isinstance(value, list) else "an object"
+
+
+def shown(value: object) -> str:
+    """A value for an error message: a number as it is (cut short), anything else by its JSON type."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        number = repr(value)
+        return number if len(number) <= 40 else number[:37] + "..."
+    return json_type(value)
+
+
+def fields(payload: dict[str, Any], required: tuple[str, ...], optional: tuple[str, ...] = ()) -> None:
+    """Refuse a payload with a field missing or one it does not know: a typo is not silently ignored."""
+    for name in payload:
+        if name not in required and name not in optional:
+            raise Refused(400, f"unknown field {name[:40]!r} (expected: {', '.join(required + optional)})")
+    for name in required:
+        if name not in payload:
+            raise Refused(400, f"missing field {name!r}")
+
+
+def text(value: object, name: str) -> str:
+    if not isinstance(value, str):
+        raise Refused(400, f"{name} must be a string, not {json_type(value)}")
+    if len(value) > MAX_TEXT:
+        raise Refused(400, f"{name} is {len(value)} characters long, more than {MAX_TEXT}")
+    try:
+        value.encode()
+    except UnicodeEncodeError:
+        raise Refused(400, f"{name} is not valid Unicode (it holds a lone surrogate)") from None
+    return value
+
+
+def positive(value: object, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise Refused(400, f"{name} must be a positive integer, not {shown(value)}")
+    if value > MAX_NUMBER:
+        raise Refused(400, f"{name} is more than {MAX_NUMBER}")
+    return value
+
+
+def valid_key(key: object) -> str:
+    """An Idempotency-Key the service will keep: a string of 1 to `MAX_KEY` characters."""
+    if not isinstance(key, str):
+        raise Refused(400, f"an idempotency key must be a string, not {json_type(key)}")
+    if not key or len(key) > MAX_KEY:
+        raise Refused(400, f"an idempotency key must be 1 to {MAX_KEY} characters long, not {len(key)}")
+    return text(key, "the idempotency key")
+
+
+@dataclass
+class Service:
+    """The tracker, the person and the model's counter, over one `Store`, reporting on one `Line` (or none)."""
+
+    store: Store
+    tracker: TrackerMode = "keyed"
+    keys: KeyRule = "optional"
+    retention: float = KEY_RETENTION  # hours
+    line: Line | None = None
+    commit: str = "one-txn"
+    #: The keys of the requests being processed now: added before the commit, removed once the
+    #: answer is settled (after the control line's go), so a concurrent retry gets 409.
+    in_flight: set[str] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        if self.commit not in COMMITS:
+            raise ValueError(f"unknown commit order {self.commit!r} (valid: {', '.join(COMMITS)})")
+
+    def describe(self) -> str:
+        keys = "keys required" if self.keys == "required" else "keys optional"
+        return f"a {self.tracker} issue tracker ({keys}, kept {self.retention:g} h) over {self.store.path}"
+
+    async def report(self, kind: str, label: str, detail: dict[str, Any], point: str | None = None) -> None:
+        if self.line is not None:
+            await self.line.report(kind, label, detail, point)
+
+    async def answer(self, label: str, key: object, work: Callable[[], Awaitable[Answer]]) -> Answer:
+        """Do `work`; a refusal is reported on the line (its key if it is one) and becomes the answer."""
+        try:
+            return await work()
+        except Refused as refusal:
+            shown = key if isinstance(key, str) and 0 < len(key) <= MAX_KEY else None
+            await self.report("refused", label, {"status": refusal.status, "key": shown})
+            return Answer(refusal.status, {"error": refusal.message})
+
+    # The tracker's changing requests.
+
+    async def create_issue(self, payload: dict[str, Any], key: object) -> Answer:
+        fields(payload, ("title",), ("body",))
+        title, body = text(payload["title"], "title"), text(payload.get("body", ""), "body")
+        request = fingerprint("POST", "/issues", {"title": title, "body": body})
+        return await self._change("create_issue", "issue", None, title, body, key, request)
+
+    async def comment(self, issue: object, payload: dict[str, Any], key: object) -> Answer:
+        number = positive(issue, "the issue number")
+        fields(payload, ("body",))
+        body = text(payload["body"], "body")
+        request = fingerprint("POST", f"/issues/{number}/comments", {"body": body})
+        return await self._change("comment", "comment", number, None, body, key, request)
+
+    async def _change(self, label: str, kind: Kind, issue: int | None, title: str | None, body: str, key: object,
+                      request: str) -> Answer:
+        if key is None and self.keys == "required":
+            raise Refused(400, f"{label} needs an Idempotency-Key: this service runs with keys required")
+        checked = None if key is None else valid_key(key)
+        if checked is not None and self.tracker == "fencing" and self.store.fenced(checked):
+            raise Refused(409, f"key {checked!r} was fenced by a lookup that found nothing: "
+                               "a request under it is refused, so it can never land late")
+        honoured = checked if self.tracker == "keyed" else None  # the key that makes a retry a replay
+        if honoured is not None:
+            if honoured in self.in_flight:
+                raise Refused(409, f"a request under key {honoured!r} is still being processed: "
+                                   "retry once it is answered")
+            self.in_flight.add(honoured)
+        try:
+            answer = self._apply(kind, issue, title, body, checked, request)
+            what = repr(title) if kind == "issue" else f"on #{issue}"
+            detail = {"call": what, "key": checked, "applied": not answer.replayed,
+                      "answer": answer.body.get("number"), "status": answer.status}
+            await self.report("request", label, detail, point="accepted")
+        finally:
+            if honoured is not None:
+                self.in_flight.discard(honoured)
+        return answer
+
+    def _apply(self, kind: Kind, issue: int | None, title: str | None, body: str, key: str | None,
+               request: str) -> Answer:
+        """Replay the response kept under `key`, or commit the record (and keep the key) as `commit` orders."""
+        now = self.store.now()
+        kept = None if key is None or self.tracker == "keyless" else self.live(key, now)
+        if kept is not None and self.tracker == "keyed":
+            if kept.fingerprint != request:
+                raise Refused(422, f"key {key!r} was first used for another request: a key names one request, "
+                                   "send this one under a new key")
+            return Answer(kept.status, kept.answer, replayed=True)
+        keep = request if key is not None and self.tracker != "keyless" and kept is None else None
+        try:
+            number = COMMITS[self.commit](self.store, Change(kind, issue, title, body, key, keep, now))
+        except NoSuchIssue:
+            raise Refused(404, f"there is no issue #{issue} to comment on") from None
+        return Answer(201, {"number": number})
+
+    def live(self, key: str, now: float) -> Kept | None:
+        """The response kept under `key`, unless it is older than the retention: then the key is forgotten."""
+        kept = self.store.kept(key)
+        return kept if kept is not None and now - kept.made < self.retention * 3600.0 else None
+
+    # Read-only requests: a search, and the lookup rung.
+
+    async def search(self, query: object) -> Answer:
+        if query is None:
+            raise Refused(400, "a search needs a query: GET /search?q=TEXT")
+        needle = text(query, "q").casefold()
+        found = [r for r in self.store.issues() if needle in (r.title or "").casefold() or needle in r.body.casefold()]
+        await self.report("request", "search", {"call": repr(query), "query": query,
+                                                 "answer": [r.number for r in found]})
+        return Answer(200, {"issues": [{"number": r.number, "title": r.title, "body": r.body} for r in found]})
+
+    async def lookup(self, key: object) -> Answer:
+        checked = valid_key(key)
+        if self.tracker == "keyless":
+            raise Refused(501, "a keyless service keeps no keys, so it has none to look up")
+        kept = self.live(checked, self.store.now())
+        fenced = kept is None and self.tracker == "fencing"
+        if fenced:
+            self.store.fence(checked)
+        number = None if kept is None else kept.answer.get("number")
+        await self.report("lookup", "key", {"key": checked, "answer": number, "fenced": fenced})
+        if kept is None:
+            fence = ": it is fenced now, and a request under it will be refused" if fenced else ""
+            return Answer(404, {"error": f"no response is kept under key {checked!r}{fence}"})
+        return Answer(200, {"status": kept.status, "body": kept.answer})
+
+    # The person, who answers from the records, and the model's counter.
+
+    async def ask(self, payload: dict[str, Any]) -> Answer:
+        """Did it happen? An issue with this title, or this comment on this issue: the truth, and one more ask."""
+        if "title" not in payload and "issue" not in payload:
+            raise Refused(400, "a question names an issue's title, or an issue and a comment's body")
+        if "title" in payload:
+            fields(payload, ("title",))
+            title = text(payload["title"], "title")
+            question: dict[str, Any] = {"title": title, "question": f"was the issue {title!r} filed?"}
+            made = [r.number for r in self.store.issues() if r.title == title]
+        else:
+            fields(payload, ("issue", "body"))
+            issue, body = positive(payload["issue"], "issue"), text(payload["body"], "body")
+            question = {"issue": issue, "body": body, "question": f"did the comment {body!r} land on #{issue}?"}
+            made = [r.number for r in self.store.comments_on(issue) if r.body == body]
+        asks = self.store.bump("asks")
+        answer = made[0] if made else None  # the scripted person tells the truth
+        await self.report("ask", "person", {**question, "happened": bool(made), "numbers": made, "asks": asks,
+                                            "answer": answer, "truth": answer})
+        return Answer(200, {"happened": bool(made), "numbers": made})
+
+    async def approve(self, payload: dict[str, Any]) -> Answer:
+        fields(payload, ("action",))
+        action = text(payload["action"], "action")
+        approvals = self.store.bump("approvals")
+        await self.report("approval", "person", {"call": action, "action": action, "approved": True,
+                                                 "decided_now": True, "approvals": approvals})
+        return Answer(200, {"approved": True})
+
+    async def model_call(self) -> Answer:
+        """A loop reports each model call it pays for; a restart that calls again is counted again."""
+        calls = self.store.bump("model_calls")
+        await self.report("model", "call", {"calls": calls, "call_count": calls, "reply": "(the loop's own)"})
+        return Answer(200, {"calls": calls})
+
+    # The harness's controls: no frames, no keys.
+
+    def reset(self) -> None:
+        self.store.reset()
+        self.in_flight.clear()
+
+    def state(self) -> dict[str, Any]:
+        counts = {name: self.store.count(name) for name in COUNTS}
+        return {"records": [r.as_json() for r in self.store.records()], **counts}
+
+    def advance(self, payload: dict[str, Any]) -> float:
+        fields(payload, ("advance_hours",))
+        hours = payload["advance_hours"]
+        if isinstance(hours, bool) or not isinstance(hours, int | float) or not 0 <= hours <= 1e6:
+            raise Refused(400, f"advance_hours must be a number of hours from 0 to 1e6, not {shown(hours)}")
+        return self.store.advance(float(hours))
