@@ -1,0 +1,143 @@
+"""A sweep's failures as windows: the spans of crash points where a death does the same harm.
+
+A sweep's failing scenarios come in runs: a loop that duplicates when it dies between the
+tracker's commit and its own save does so at every point in between. A window is a maximal span of
+consecutive crash points of one process (consecutive values of the last crash index, with the same
+earlier deaths and the same fault choices) whose scenarios fail the same way: the same duplicates,
+the same effects lost, the same wrong results, orphans, stuck run and flakiness. One line per window
+says where the process can die to do that harm, and how to replay the first scenario of it.
+
+Grouping reads each scenario's `crashes` and `choices`, never its ID: the ID is only used as a
+whole, to keep the scenarios of different variants or fault settings apart.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from crashlab.check.outcome import Outcome
+from crashlab.engine.death import Choice
+from crashlab.engine.scenario import ScenarioResult, scenario_id
+
+#: How a scenario failed, compared exactly: (dups, missing, wrong, orphans, stuck, flaky).
+Failure = tuple[tuple[tuple[str, int], ...], tuple[str, ...], tuple[str, ...], int, int, int]
+#: Which scenarios may share a window: the variant and faults, the earlier crashes, and every choice.
+Group = tuple[str, tuple[int, ...], tuple[Choice, ...]]
+
+
+@dataclass(frozen=True)
+class Window:
+    """Consecutive crash points of one process, with the same deaths before, where a death does the same harm."""
+
+    earlier: tuple[str, ...]  # the points of the earlier deaths, one per process that died before: ("saved#2",)
+    first: str  # the span's first crash point, as label#occurrence ("" for a scenario with no crash)
+    last: str  # its last crash point
+    first_id: str  # the scenario that dies at `first`
+    last_id: str  # the scenario that dies at `last`
+    scenarios: int  # how many scenarios the span holds: one per crash point
+    failure: str  # what each of them did, as people read it: "A made twice, C lost"
+
+
+def failure(outcome: Outcome) -> Failure | None:
+    """How a scenario failed, or None if it did not: asked questions and extra model calls alone are no failure."""
+    o = outcome
+    if not (o.dups or o.missing or o.wrong or o.orphans or o.stuck or o.flaky):
+        return None
+    return tuple(sorted(o.dups.items())), o.missing, o.wrong, o.orphans, o.stuck, o.flaky
+
+
+def said(outcome: Outcome) -> str:
+    """A failure as a short phrase: "A made twice, C lost"."""
+    o = outcome
+    parts = [f"{effect} made {'twice' if n == 1 else f'{n + 1} times'}" for effect, n in o.dups.items()]
+    parts += [f"{effect} lost" for effect in o.missing]
+    if o.wrong:
+        parts.append(f"{', '.join(o.wrong)} {'names' if len(o.wrong) == 1 else 'name'} the wrong record")
+    if o.orphans:
+        parts.append(f"{o.orphans} stray record{'s' if o.orphans > 1 else ''} no effect accounts for")
+    if o.stuck:
+        parts.append("stuck on an unreadable checkpoint")
+    if o.flaky:
+        parts.append("flaky: its repeats disagreed or a process strayed")
+    return ", ".join(parts)
+
+
+@dataclass
+class _Open:
+    """A window still growing: it takes the next crash point of its group if that fails the same way."""
+
+    order: int  # where its first scenario came in the stream: windows are listed in that order
+    failure: Failure
+    index: int  # its last crash index
+    window: Window
+
+    def take(self, s: ScenarioResult) -> None:
+        self.index = s.crashes[-1]
+        w = self.window
+        self.window = Window(w.earlier, w.first, s.points[-1], w.first_id, s.id, w.scenarios + 1, w.failure)
+
+
+def _group(s: ScenarioResult) -> Group:
+    """The scenario's group: its ID without the crashes and choices (the variant and its faults), the earlier
+    crashes, and the choices; the ID's tail is rebuilt from `crashes` and `choices`, not parsed."""
+    tail = scenario_id("", "", s.crashes, s.choices)
+    head = s.id[: len(s.id) - len(tail)] if s.id.endswith(tail) else s.variant
+    return head, s.crashes[:-1], s.choices
+
+
+def windows(scenarios: Iterable[ScenarioResult]) -> list[Window]:
+    """The failing scenarios, grouped into windows, in the order of each window's first scenario.
+
+    `scenarios` may be a stream in sweep order; only the open window of each group is held while it
+    grows. Every failing scenario lands in exactly one window; a scenario with no crash at all (a fault
+    that breaks the run without one) is a window of its own.
+    """
+    done: list[tuple[int, Window]] = []
+    growing: dict[Group, _Open] = {}
+    for order, s in enumerate(scenarios):
+        failed = failure(s.outcome)
+        if not s.crashes:
+            if failed is not None:
+                done.append((order, Window((), "", "", s.id, s.id, 1, said(s.outcome))))
+            continue
+        group = _group(s)
+        current = growing.get(group)
+        if current is not None and failed == current.failure and s.crashes[-1] == current.index + 1:
+            current.take(s)
+            continue
+        if current is not None:
+            done.append((current.order, growing.pop(group).window))
+        if failed is not None:
+            point = s.points[-1]
+            window = Window(s.points[:-1], point, point, s.id, s.id, 1, said(s.outcome))
+            growing[group] = _Open(order, failed, s.crashes[-1], window)
+    done += [(current.order, current.window) for current in growing.values()]
+    return [window for _, window in sorted(done, key=lambda pair: pair[0])]
+
+
+def _ordinal(n: int) -> str:
+    return {2: "second", 3: "third", 4: "fourth", 5: "fifth"}.get(n, f"{n}th")
+
+
+def describe(window: Window, replay: Callable[[str], str]) -> str:
+    """One line for a window, with the command `replay` gives for its first scenario:
+
+    "A made twice when the process dies anywhere from `accepted#1` to `written#1` (3 scenarios, loop:1 to
+    loop:3); replay: ..."; at depth 2, "... when, after a first death at `saved#2`, the restart dies ...".
+    """
+    w = window
+    if not w.first:
+        where = "with no process dying"
+    else:
+        at = f"at `{w.first}`" if w.first == w.last else f"anywhere from `{w.first}` to `{w.last}`"
+        if not w.earlier:
+            where = f"when the process dies {at}"
+        elif len(w.earlier) == 1:
+            where = f"when, after a first death at `{w.earlier[0]}`, the restart dies {at}"
+        else:
+            deaths = " then ".join(f"`{p}`" for p in w.earlier)
+            where = f"when, after deaths at {deaths}, the {_ordinal(len(w.earlier) + 1)} process dies {at}"
+    count = f"{w.scenarios} scenario{'s' if w.scenarios != 1 else ''}"
+    ids = w.first_id if w.first_id == w.last_id else f"{w.first_id} to {w.last_id}"
+    return f"{w.failure} {where} ({count}, {ids}); replay: {replay(w.first_id)}"

@@ -1,0 +1,171 @@
+"""A sweep's failures, grouped into windows: one line per span of crash points where a death does the same harm.
+
+A window is a maximal run of consecutive crash points of one process (the same earlier deaths, the
+same choices) whose scenarios fail the same way. A passing scenario, a different failure or a gap
+ends it; every failing scenario lands in exactly one window, and a passing one in none.
+"""
+
+from functools import partial
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from crashlab.api import sweep
+from crashlab.check.outcome import Outcome
+from crashlab.engine.scenario import ScenarioResult, scenario_id
+from crashlab.engine.tree import FLAKY
+from crashlab.report.windows import Window, describe, windows
+
+from .test_api import EFFECTS, example
+
+POINTS = [f"{label}#{k}" for k in (1, 2, 3) for label in ("accepted", "returned", "written", "saved")]
+PASSED = Outcome({}, (), 0, 0, 0)
+
+
+def outcome(dups: dict[str, int] | None = None, missing: tuple[str, ...] = (), **more: int) -> Outcome:
+    return Outcome(dups or {}, missing, 0, 0, 0, **more)
+
+
+TWICE = outcome({"A": 1})
+
+
+def scenario(*crashes: int, did: Outcome = PASSED, tags: str = "", choices: tuple = ()) -> ScenarioResult:
+    """Scenario ``loop:I:J...`` whose every process died at the crashes' points of the example's run."""
+    points = tuple(POINTS[i - 1] for i in crashes)
+    return ScenarioResult(scenario_id("loop", tags, crashes, choices), "loop", crashes, points, did, 0, 0, choices)
+
+
+def replay(scenario_id: str) -> str:
+    return f"crashlab explain {scenario_id}"
+
+
+def test_consecutive_points_that_fail_the_same_way_are_one_window():
+    swept = [scenario(1), scenario(2, did=TWICE), scenario(3, did=TWICE), scenario(4, did=TWICE), scenario(5)]
+    assert windows(swept) == [Window((), "returned#1", "saved#1", "loop:2", "loop:4", 3, "A made twice")]
+
+
+def test_a_passing_scenario_between_two_failing_ones_splits_them():
+    swept = [scenario(1, did=TWICE), scenario(2), scenario(3, did=TWICE)]
+    assert [(w.first_id, w.last_id, w.scenarios) for w in windows(swept)] == [("loop:1", "loop:1", 1),
+                                                                              ("loop:3", "loop:3", 1)]
+
+
+def test_a_different_failure_splits_the_span():
+    both, thrice = outcome({"A": 1}, ("C",)), outcome({"A": 2})
+    swept = [scenario(1, did=TWICE), scenario(2, did=TWICE), scenario(3, did=both), scenario(4, did=thrice)]
+    assert [(w.first_id, w.last_id, w.failure) for w in windows(swept)] == [
+        ("loop:1", "loop:2", "A made twice"),
+        ("loop:3", "loop:3", "A made twice, C lost"),
+        ("loop:4", "loop:4", "A made 3 times"),
+    ]
+
+
+def test_the_same_failure_after_a_gap_in_the_points_is_another_window():
+    swept = [scenario(1, did=TWICE), scenario(3, did=TWICE)]  # no scenario crashes at point 2
+    assert [w.first_id for w in windows(swept)] == ["loop:1", "loop:3"]
+
+
+def test_at_depth_two_each_earlier_death_has_windows_of_its_own():
+    """In sweep order a first crash's restarts come between it and the next first crash: neither splits the other."""
+    swept = [
+        scenario(1, did=TWICE),
+        scenario(1, 1, did=TWICE), scenario(1, 2, did=TWICE), scenario(1, 3),
+        scenario(2, did=TWICE),
+        scenario(2, 1, did=TWICE), scenario(2, 2, did=TWICE),
+        scenario(3),
+        scenario(3, 1), scenario(3, 2, did=outcome(missing=("B",))),
+    ]
+    assert windows(swept) == [
+        Window((), "accepted#1", "returned#1", "loop:1", "loop:2", 2, "A made twice"),
+        Window(("accepted#1",), "accepted#1", "returned#1", "loop:1:1", "loop:1:2", 2, "A made twice"),
+        Window(("returned#1",), "accepted#1", "returned#1", "loop:2:1", "loop:2:2", 2, "A made twice"),
+        Window(("written#1",), "returned#1", "returned#1", "loop:3:2", "loop:3:2", 1, "B lost"),
+    ]
+
+
+def test_flaky_scenarios_make_windows_of_their_own():
+    swept = [scenario(1, did=TWICE), scenario(2, did=FLAKY), scenario(3, did=FLAKY), scenario(4, did=TWICE)]
+    assert [(w.first_id, w.scenarios, w.failure) for w in windows(swept)] == [
+        ("loop:1", 1, "A made twice"),
+        ("loop:2", 2, "flaky: its repeats disagreed or a process strayed"),
+        ("loop:4", 1, "A made twice"),
+    ]
+
+
+def test_wrong_results_orphans_and_a_stuck_run_are_failures_too():
+    swept = [scenario(1, did=outcome(wrong=("C",))), scenario(2, did=outcome(orphans=2)),
+             scenario(3, did=outcome(stuck=1)), scenario(4, did=outcome(orphans=1))]
+    assert [w.failure for w in windows(swept)] == ["C names the wrong record", "2 stray records no effect accounts for",
+                                                   "stuck on an unreadable checkpoint",
+                                                   "1 stray record no effect accounts for"]
+
+
+def test_a_sweep_without_failures_has_no_windows():
+    """Questions to a person and extra model calls are what recovery costs, not failures."""
+    costly = Outcome({}, (), 3, 2, 1)
+    assert windows([]) == []
+    assert windows(scenario(i, did=costly if i % 2 else PASSED) for i in range(1, 13)) == []  # a stream will do
+
+
+def test_other_fault_settings_and_other_choices_never_share_a_window():
+    swept = [scenario(1, did=TWICE, tags="+cut"), scenario(2, did=TWICE, tags="+cut=2"),
+             scenario(2, did=TWICE, tags="+cut"),
+             scenario(3, did=TWICE, choices=((1,),)), scenario(3, did=TWICE, choices=((2,),)),
+             scenario(4, did=TWICE, choices=((1,),))]
+    assert [(w.first_id, w.last_id) for w in windows(swept)] == [
+        ("loop+cut:1", "loop+cut:2"), ("loop+cut=2:2", "loop+cut=2:2"), ("loop:3~1", "loop:4~1"),
+        ("loop:3~2", "loop:3~2")]
+
+
+def test_a_window_reads_as_a_sentence_with_the_command_that_replays_it():
+    at_one = Window((), "accepted#1", "accepted#1", "loop:1", "loop:1", 1, "A made twice")
+    assert describe(at_one, replay) == ("A made twice when the process dies at `accepted#1` (1 scenario, loop:1); "
+                                        "replay: crashlab explain loop:1")
+    span = Window((), "accepted#2", "written#2", "loop:5", "loop:7", 3, "B made twice, C lost")
+    assert describe(span, replay) == ("B made twice, C lost when the process dies anywhere from `accepted#2` to "
+                                      "`written#2` (3 scenarios, loop:5 to loop:7); replay: crashlab explain loop:5")
+    after = Window(("saved#2",), "accepted#1", "saved#1", "loop:8:1", "loop:8:4", 4, "C made twice")
+    assert describe(after, replay) == ("C made twice when, after a first death at `saved#2`, the restart dies anywhere "
+                                       "from `accepted#1` to `saved#1` (4 scenarios, loop:8:1 to loop:8:4); "
+                                       "replay: crashlab explain loop:8:1")
+    third = Window(("saved#2", "accepted#1"), "returned#1", "returned#1", "loop:8:1:2", "loop:8:1:2", 1, "C lost")
+    assert describe(third, replay) == ("C lost when, after deaths at `saved#2` then `accepted#1`, the third process "
+                                       "dies at `returned#1` (1 scenario, loop:8:1:2); "
+                                       "replay: crashlab explain loop:8:1:2")
+    uncrashed = Window((), "", "", "loop+timeout", "loop+timeout", 1, "A lost")
+    assert describe(uncrashed, replay) == ("A lost with no process dying (1 scenario, loop+timeout); "
+                                           "replay: crashlab explain loop+timeout")
+
+
+FAILURES = [PASSED, TWICE, outcome(missing=("C",)), FLAKY]
+
+
+@given(st.lists(st.sampled_from(range(len(FAILURES))), max_size=12))
+def test_windows_partition_the_failing_scenarios_into_maximal_spans(kinds):
+    swept = [scenario(i, did=FAILURES[k]) for i, k in enumerate(kinds, start=1)]
+    found = windows(swept)
+    spans = [kinds[int(w.first_id[5:]) - 1:int(w.last_id[5:])] for w in found]
+    assert [len(span) for span in spans] == [w.scenarios for w in found]
+    assert all(len(set(span)) == 1 and span[0] for span in spans)  # each the same failure throughout
+    assert sum(w.scenarios for w in found) == sum(1 for k in kinds if k)  # every failing one, once
+    for w in found:  # maximal: the points either side fail otherwise, or pass
+        before, after = int(w.first_id[5:]) - 2, int(w.last_id[5:])
+        assert before < 0 or kinds[before] != kinds[before + 1]
+        assert after >= len(kinds) or kinds[after] != kinds[after - 1]
+
+
+def test_a_real_sweep_windows_exactly_its_failing_scenarios():
+    """The example's loop without keys duplicates an effect wherever it dies between the commit and its save."""
+    swept = sweep(partial(example.triage, keyed=False), EFFECTS, name="plain")
+    scenarios = swept.scenarios
+    failing = [s.id for s in scenarios
+               if (o := s.outcome).dups or o.missing or o.wrong or o.orphans or o.stuck or o.flaky]
+    found = windows(scenarios)
+    assert sum(w.scenarios for w in found) == len(failing) == 9
+    ids = [s.id for s in scenarios]
+    covered = [i for w in found for i in ids[ids.index(w.first_id):ids.index(w.last_id) + 1]]
+    assert covered == failing
+    assert [describe(w, replay) for w in found] == [
+        f"{effect} made twice when the process dies anywhere from `accepted#{k}` to `written#{k}` "
+        f"(3 scenarios, plain:{4 * k - 3} to plain:{4 * k - 1}); replay: crashlab explain plain:{4 * k - 3}"
+        for k, effect in enumerate(EFFECTS, start=1)]
