@@ -18,39 +18,33 @@ repeats, is flaky, and counted apart.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from crashlab.check.effects import Effect
 from crashlab.engine.points import named
 from crashlab.engine.run import Entry, Run
 from crashlab.engine.scenario import ScenarioResult, Setup
 from crashlab.engine.sweep import sweep as sweep_setup
 from crashlab.engine.tree import Row, VariantSweep
-from crashlab.engine.variant import Variant
 from crashlab.errors import BadInput
-from crashlab.job import Job, Turn
+from crashlab.loops import yours
 from crashlab.report.story import find_scenario, render, story
+from crashlab.report.windows import describe, windows
 from crashlab.runners import RunnerSpec
-from crashlab.world import TRACKER_MODES, TrackerMode
+from crashlab.world import TrackerMode
 from crashlab.world.client import TrackerClient as Tracker
 
-__all__ = ["Entry", "Run", "Swept", "Tracker", "explain", "loop", "render", "sweep"]
+#: What a loop means to do, once each: effects by what they are, or the names its tools tag requests with.
+Effects = Mapping[str, Any] | Iterable[Effect] | Iterable[str]
+
+__all__ = ["Effect", "Effects", "Entry", "Run", "Swept", "Tracker", "explain", "loop", "render", "sweep"]
 
 
-def loop(entry: Entry, effects: Iterable[str], *, name: str = "loop", tracker: TrackerMode = "keyed") -> Setup:
-    """Your loop as crashlab runs it: a variant of its own, whose effects are the ones you name, on a job
-    of no turns (your loop is its own script)."""
-    if isinstance(effects, str):
-        raise BadInput(f"effects is a list of effect names, not the string {effects!r}: write [{effects!r}]")
-    effects = tuple(effects)
-    if not effects or not all(isinstance(e, str) and e for e in effects):
-        raise BadInput("effects names what your loop means to do, once each: a non-empty list of effect names")
-    if tracker not in TRACKER_MODES:
-        raise BadInput(f"unknown tracker {tracker!r} (valid: {', '.join(TRACKER_MODES)})")
-    variant = Variant(name, name, name, entry, tracker=tracker, table="loop", runners=frozenset({"forked"}),
-                      keeps_checkpoint=False, effects=effects)
-    return Setup(variant, Job(name, f"{name}-run-1", (Turn(answer="done"),), source=name))
+def loop(entry: Entry, effects: Effects, *, name: str = "loop", tracker: TrackerMode = "keyed") -> Setup:
+    """Your loop as crashlab runs it (see `crashlab.loops.yours.setup`)."""
+    return yours.setup(entry, effects, name=name, tracker=tracker)
 
 
 @dataclass(frozen=True)
@@ -93,34 +87,30 @@ class Swept:
 
     @property
     def ok(self) -> bool:
-        """No scenario duplicated, lost an effect, or was flaky."""
+        """No scenario failed: none duplicated, lost an effect, left an orphan, got stuck or was flaky
+        (`failures` has a line for each window of those that did)."""
         row = self.row()
-        return not (row.dups or row.missing or row.flaky)
+        return not (row.dups or row.missing or row.wrong or row.orphans or row.stuck or row.flaky)
 
     def failures(self) -> list[str]:
-        """A line for each scenario that duplicated, lost an effect or was flaky: what a test prints."""
-        lines = []
-        for s in self.scenarios:
-            o = s.outcome
-            if not (o.dups or o.missing or o.flaky):
-                continue
-            said = [f"duplicated {', '.join(f'{e} ×{n + 1}' for e, n in o.dups.items())}"] if o.dups else []
-            said += [f"lost {', '.join(o.missing)}"] if o.missing else []
-            said += ["flaky: its repeats disagreed, or a process strayed from the run it repeats"] if o.flaky else []
-            crashes = " then ".join(f"killed at {p}" for p in s.points)
-            lines.append(f"{s.id}: {crashes}; restarted and finished; {'; '.join(said)} "
-                         f"(crashlab.api.explain tells its story)")
-        return lines
+        """A line for each window of failing scenarios (consecutive crash points of one process, after the same
+        earlier deaths, that fail the same way), with the call that replays its first: what a test prints."""
+        tracker = self.sweep.setup.variant.tracker
+        told = f", tracker={tracker!r}" if tracker != "keyed" else ""
+        return [describe(w, lambda sid: f"crashlab.api.explain(entry, effects, {sid!r}{told})")
+                for w in windows(self.sweep.scenarios())]
 
 
-def sweep(entry: Entry, effects: Iterable[str], *, name: str = "loop", tracker: TrackerMode = "keyed",
+def sweep(entry: Entry, effects: Effects, *, name: str = "loop", tracker: TrackerMode = "keyed",
           depth: int = 1, repeat: int = 1, baselines: int = 2, workers: int = 1) -> Swept:
     """Kill `entry` at every crash point it reaches (and its restarts, up to `depth`), and count each effect.
 
-    `effects` are what the loop means to do, each once: the `effect` names your tools give the
-    tracker. With `workers` above 1, the subtrees of the first crashes run on a pool of forked
-    processes (the entry point must then be picklable, as a module-level function or a partial of
-    one is); the scenarios come back in the same order.
+    `effects` are what the loop means to do, each once: by what each is (``{"A": {"issue": TITLE},
+    "C": {"comment": "A"}}``), for a loop whose tools call crashlab's service at
+    ``CRASHLAB_TRACKER_URL``; or the `effect` names your tools give `run.tracker`. With `workers`
+    above 1, the subtrees of the first crashes run on a pool of forked processes (the entry point
+    must then be picklable, as a module-level function or a partial of one is); the scenarios come
+    back in the same order.
     """
     if depth < 1 or repeat < 1 or baselines < 1 or workers < 1:
         raise BadInput("depth, repeat, baselines and workers must be at least 1")
@@ -129,7 +119,7 @@ def sweep(entry: Entry, effects: Iterable[str], *, name: str = "loop", tracker: 
                              strays_fail=False, baselines=baselines))
 
 
-def explain(entry: Entry, effects: Iterable[str], scenario: str, *, name: str | None = None,
+def explain(entry: Entry, effects: Effects, scenario: str, *, name: str | None = None,
             tracker: TrackerMode = "keyed") -> dict[str, Any]:
     """One scenario's story (``NAME:I`` or ``NAME:I:J...``, as `sweep` names them), process by process,
     each process killed for real again where the scenario says."""

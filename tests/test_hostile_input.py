@@ -295,7 +295,7 @@ def test_the_golden_check_compares_exactly_the_rows_and_columns_it_names(cli, tm
         (("sweep", "--loop", "agent", "--variant", "keys"), "--loop agent has no variant 'keys'"),
         (("sweep", "--loop", "designs", "--tracker", "keyed"), "--loop designs has none (drop --loop designs)"),
         (("sweep", "--variant", "keys", "--tracker", "keyed"), "give --variant or --tracker, not both"),
-        (("sweep", "--loop", "nope"), "'nope' is not one of 'designs', 'agent'"),
+        (("sweep", "--loop", "nope"), "unknown loop 'nope' (valid: designs, agent,"),
         (("sweep", "--format", "xml"), "'xml' is not one of 'table', 'json', 'csv'"),
         (("sweep", "--depth", "0"), "0 is not in the range 1<=x<=8"),
         (("sweep", "--depth", "9"), "9 is not in the range 1<=x<=8"),

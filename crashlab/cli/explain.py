@@ -7,8 +7,9 @@ import shutil
 
 import click
 
-from crashlab.cli.options import check_handles, job_option, open_job
+from crashlab.cli.options import check_handles, job_option, open_job, your_setup
 from crashlab.engine.scenario import ScenarioError, Setup
+from crashlab.errors import BadInput
 from crashlab.job import shown
 from crashlab.loops import VARIANTS
 from crashlab.report import story as stories
@@ -18,18 +19,30 @@ from crashlab.runners import RunnerSpec
 @click.command()
 @click.argument("scenario")
 @job_option
+@click.option("--loop", metavar="FILE.py:ENTRY|MODULE:ENTRY",
+              help="A loop of yours, as `sweep --loop` took it (with --effects and --tracker as there).")
+@click.option("--effects", "effects_file", metavar="FILE", help="Your loop's effects, as `sweep --effects` took them.")
+@click.option("--tracker", metavar="MODE", help="Your loop's service's mode, as `sweep --tracker` took it.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
-def explain(scenario: str, job_spec: str, fmt: str) -> None:
+def explain(scenario: str, job_spec: str, loop: str | None, effects_file: str | None, tracker: str | None,
+            fmt: str) -> None:
     """Tell the story of one SCENARIO, process by process, and its verdict.
 
     SCENARIO is SLUG:I (crash the first process at its I-th point) or SLUG:I:J (also crash the
     restart at its J-th point), as `crashlab points` numbers them and `crashlab sweep --list` lists
     them; a scenario swept under faults names them after the slug, and the state each death left
     after its point: SLUG+FAULT=VALUE:I~S:J~T. The ID alone says how to run it again.
-    A loop that runs only for real (langgraph-plain:14, dbos-plain:2) is killed for real again.
+    A loop that runs only for real (langgraph-plain:14, dbos-plain:2) is killed for real again, and so
+    is a loop of yours: `crashlab explain keyed:3 --loop examples/http_loop.py:keyed --effects
+    examples/http_loop.yaml`.
     """
-    job = open_job(job_spec)
-    run, calls = stories.find_scenario(scenario, job, VARIANTS)
+    if loop is not None:
+        setup = your_setup(loop, effects_file, tracker, None)
+        run, calls = stories.find_scenario(scenario, setup.job, {setup.variant.slug: setup.variant})
+    elif effects_file is not None or tracker is not None:
+        raise BadInput("--effects and --tracker belong to a loop of yours: give --loop FILE.py:ENTRY too")
+    else:
+        run, calls = stories.find_scenario(scenario, open_job(job_spec), VARIANTS)
     told = stories.story(run, calls)
     click.echo(json.dumps(told, indent=2) if fmt == "json" else stories.render(told))
 

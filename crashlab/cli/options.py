@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import click
 
+from crashlab.engine.scenario import Setup
 from crashlab.engine.variant import Variant
 from crashlab.errors import BadInput
 from crashlab.faults import Faults, registry
 from crashlab.job import Job, find_job, shown
-from crashlab.loops import FAMILIES, VARIANTS
+from crashlab.loops import FAMILIES, VARIANTS, yours
+from crashlab.runners import RunnerSpec, StoreKind
 from crashlab.world import TRACKER_MODES
 
 DEFAULT_JOB = "triage"
@@ -57,11 +59,64 @@ def variant_options(command: Callable[..., Any]) -> Callable[..., Any]:
         "--variant", metavar="all|SLUG[,SLUG...]",
         help=f"Which variants, each named once: {', '.join(VARIANTS)}. [default: all of --loop]",
     )(command)
-    return click.option(
-        "--loop", type=click.Choice(list(FAMILIES)),
-        help="Whose variants 'all' means: the chapter's five designs, crashlab's own agent loop, or the job as a "
-             "LangGraph agent or a DBOS workflow (these run only killed for real, --kill). [default: designs]",
+    command = click.option(
+        "--effects", "effects_file", metavar="FILE",
+        help="For a loop of yours: a YAML file of the effects it means to have, once each, by what they are "
+             "(A: {issue: TITLE}, C: {comment: A}).",
     )(command)
+    return click.option(
+        "--loop", metavar="|".join(FAMILIES) + "|FILE.py:ENTRY|MODULE:ENTRY",
+        help="Whose variants 'all' means: the chapter's five designs, crashlab's own agent loop, or the job as a "
+             "LangGraph agent or a DBOS workflow (these run only killed for real, --kill). Or a loop of yours, "
+             "FILE.py:ENTRY or MODULE:ENTRY, whose tools call crashlab's service (with --effects), every process "
+             "killed for real. [default: designs]",
+    )(command)
+
+
+def your_setup(loop: str, effects_file: str | None, tracker: str | None, variant: str | None) -> Setup:
+    """`--loop FILE.py:ENTRY --effects FILE`: your loop against the service, the tracker mode `--tracker` names."""
+    if effects_file is None:
+        raise BadInput(f"--loop {loop} needs --effects FILE: what it means to do once each, by what it is "
+                       "(A: {issue: TITLE}, C: {comment: A})")
+    if variant is not None:
+        raise BadInput(f"--variant names crashlab's variants; --loop {loop} is one loop of its own (drop --variant)")
+    if tracker is not None and tracker not in TRACKER_MODES:
+        raise BadInput(f"--tracker for a loop of yours is the service's one mode: {shown(tracker)} is none of "
+                       f"{', '.join(TRACKER_MODES)}")
+    slug, entry = yours.load(loop)
+    effects = yours.read_effects(effects_file)
+    return yours.setup(entry, effects, name=slug, tracker=tracker or "keyed")
+
+
+def choose(job_spec: str, loop: str | None, variant: str | None, tracker: str | None,
+           effects_file: str | None) -> tuple[Job, list[Variant]]:
+    """The job and the variants a command runs: crashlab's, as `choose_variants` picks them, or yours."""
+    if loop is not None and yours.is_yours(loop):
+        if click.get_current_context().get_parameter_source("job_spec") is not click.core.ParameterSource.DEFAULT:
+            raise BadInput(f"--loop {loop} is its own script: --job gives crashlab's loops theirs (drop --job)")
+        setup = your_setup(loop, effects_file, tracker, variant)
+        return setup.job, [setup.variant]
+    if effects_file is not None:
+        raise BadInput("--effects belongs to a loop of yours (--loop FILE.py:ENTRY); crashlab's loops take their "
+                       "effects from the job")
+    variants = choose_variants(loop, variant, tracker)
+    job = open_job(job_spec)
+    check_handles(job, variants)
+    return job, variants
+
+
+def runner_for(variants: list[Variant], kill: bool, store: str | None) -> RunnerSpec:
+    """In process, unless `--kill` asks for real deaths or the loop is yours (which calls a real service)."""
+    if kill and store == "memory":
+        raise BadInput("--kill needs --store files: a memory store cannot outlive a real death")
+    forked = kill or any(v.service for v in variants)
+    return RunnerSpec("forked" if forked else "in-process", cast(StoreKind, store or ("files" if forked else "memory")))
+
+
+def check_loop(loop: str | None) -> None:
+    if loop is not None and loop not in FAMILIES and not yours.is_yours(loop):
+        raise BadInput(f"unknown loop {shown(loop)} (valid: {', '.join(FAMILIES)}, or a loop of yours as "
+                       "FILE.py:ENTRY or MODULE:ENTRY)")
 
 
 def choose_variants(loop: str | None, variant: str | None, tracker: str | None) -> list[Variant]:
@@ -71,6 +126,7 @@ def choose_variants(loop: str | None, variant: str | None, tracker: str | None) 
     means, and `--tracker MODE` is shorthand for `--variant agent-MODE`. Combinations that contradict
     each other are refused rather than one of them ignored.
     """
+    check_loop(loop)
     if variant is not None and tracker is not None:
         raise BadInput("give --variant or --tracker, not both (--tracker MODE is short for --variant agent-MODE)")
     if tracker is not None:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from crashlab.cli.options import check_handles, choose_variants, job_option, open_job, variant_options
+from crashlab.cli.options import choose, job_option, runner_for, variant_options
 from crashlab.engine.scenario import Setup
 from crashlab.engine.sweep import sweep_all
 from crashlab.errors import BadInput
@@ -20,19 +20,18 @@ PLOT_FORMATS = ("png", "pdf", "svg")
 @variant_options
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default="results/sweep.png", show_default=True,
               help=f"The picture; its extension picks the format: {', '.join(PLOT_FORMATS)}.")
-def plot(job_spec: str, loop: str | None, variant: str | None, tracker: str | None, out: Path) -> None:
+def plot(job_spec: str, loop: str | None, variant: str | None, tracker: str | None, effects_file: str | None,
+         out: Path) -> None:
     """Draw the sweep: each variant's single crashes, and its double crashes as a heatmap (needs crashlab[plot])."""
     fmt = out.suffix.lower().removeprefix(".")
     if fmt not in PLOT_FORMATS:
         raise BadInput(f"cannot draw {out}: the extension picks the format, one of .{', .'.join(PLOT_FORMATS)}")
-    variants = choose_variants(loop, variant, tracker)
+    job, variants = choose(job_spec, loop, variant, tracker, effects_file)
     try:
         from crashlab.report.plot import draw
     except ImportError:
         raise BadInput("crashlab plot needs matplotlib: pip install 'crashlab[plot]'") from None
-    job = open_job(job_spec)
-    check_handles(job, variants)
-    sweeps = sweep_all([Setup(v, job) for v in variants])
+    sweeps = sweep_all([Setup(v, job) for v in variants], runner_for(variants, False, None))
     try:
         click.echo(f"wrote {draw(sweeps, out, title=f'crashlab sweep of {job.source}', fmt=fmt)}")
     except OSError as error:

@@ -6,8 +6,8 @@ import json
 import shlex
 import sys
 import time
-from collections.abc import Iterable, Iterator
-from typing import Any, cast
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 
 import click
 
@@ -16,11 +16,11 @@ from crashlab.cli.options import (
     MAX_DEPTH,
     MAX_WORKERS,
     check_handles,
-    choose_variants,
+    choose,
     fault_options,
     faults_of,
     job_option,
-    open_job,
+    runner_for,
     variant_options,
 )
 from crashlab.engine.parallel import default_workers
@@ -34,7 +34,8 @@ from crashlab.job import Job
 from crashlab.loops import VARIANTS
 from crashlab.report import golden, matrix, tables
 from crashlab.report.results import PendingResults
-from crashlab.runners import STORE_KINDS, RunnerSpec, StoreKind, check_runs
+from crashlab.report.windows import describe, windows
+from crashlab.runners import STORE_KINDS, RunnerSpec, check_runs
 
 #: `sweep --list KIND`: which scenarios to list, by what their outcome shows.
 LISTS = {
@@ -77,7 +78,8 @@ LISTS = {
               help="Run every process of every scenario on the forked runner: a real OS process, forked from this "
                    "one, that SIGKILLs itself at its crash point, over a world in SQLite and a checkpoint file. "
                    "It re-executes every scenario.")
-def sweep(job_spec: str, loop: str | None, variant: str | None, tracker: str | None, store: str | None, fmt: str,
+def sweep(job_spec: str, loop: str | None, variant: str | None, tracker: str | None, effects_file: str | None,
+          store: str | None, fmt: str,
           golden_file: str | None, listing: str | None, out: str | None, depth: int, replay: bool, workers: int,
           scheduler: str | None, fault_slugs: tuple[str, ...], kill: bool, **settings: str | None) -> None:
     """Crash the loop at every point, and its restart at every point, and count the damage.
@@ -97,10 +99,8 @@ def sweep(job_spec: str, loop: str | None, variant: str | None, tracker: str | N
       calls+     model calls beyond the uninterrupted run's
     JSON and CSV carry every count: stuck runs, orphan records and flaky scenarios too.
     """
-    if kill and store == "memory":
-        raise BadInput("--kill needs --store files: a memory store cannot outlive a real death")
-    spec = RunnerSpec("forked" if kill else "in-process", cast(StoreKind, store or ("files" if kill else "memory")))
-    variants = choose_variants(loop, variant, tracker)
+    job, variants = choose(job_spec, loop, variant, tracker, effects_file)
+    spec = runner_for(variants, kill, store)
     if "all" in fault_slugs:
         if len(fault_slugs) > 1 or any(settings.values()):
             raise BadInput("--fault all sweeps every fault at each of its settings: it takes no other --fault, and "
@@ -109,10 +109,8 @@ def sweep(job_spec: str, loop: str | None, variant: str | None, tracker: str | N
             raise BadInput("--fault all ends with the matrix of worst outcomes: --list and --check take one fault")
         every = variant is None and tracker is None and loop is None  # the matrix: every loop of crashlab's own
         chosen = [v for v in VARIANTS.values() if "in-process" in v.runners] if every else variants
-        return every_fault(chosen, open_job(job_spec), spec, depth, fmt, out, workers, scheduler)
+        return every_fault(chosen, job, spec, depth, fmt, out, workers, scheduler)
     faults = faults_of(fault_slugs, settings)
-    job = open_job(job_spec)
-    check_handles(job, variants)
     expected = golden.read_golden(golden_file) if golden_file is not None else None
     pending = PendingResults(out) if out is not None else None
     try:
@@ -124,11 +122,14 @@ def sweep(job_spec: str, loop: str | None, variant: str | None, tracker: str | N
     finally:
         if pending is not None:
             pending.discard()
+    explaining = replay_command(job_spec, loop, effects_file, tracker)
     if listing is not None:
-        echo_listing(every_scenario(sweeps), listing, job_spec, fmt)
+        echo_listing(every_scenario(sweeps), listing, explaining, fmt)
     else:
         formats = {"table": tables.table, "json": tables.to_json, "csv": tables.to_csv}
         click.echo(formats[fmt](rows, columns).rstrip("\n"))
+        if any(v.service for v in variants):
+            echo_windows(every_scenario(sweeps), explaining)
     if out is not None:
         click.echo(f"wrote {sum(r.scenarios for r in rows)} scenarios and the table to {out}/", err=True)
     if expected is not None:
@@ -164,10 +165,35 @@ def every_scenario(sweeps: list[VariantSweep]) -> Iterator[ScenarioResult]:
     return (result for s in sweeps for result in s.scenarios())
 
 
-def echo_listing(scenarios: Iterable[ScenarioResult], listing: str, job_spec: str, fmt: str) -> None:
+def replay_command(job_spec: str, loop: str | None, effects_file: str | None,
+                   tracker: str | None) -> Callable[[str], str]:
+    """The command that replays a scenario of this sweep, and tells its story."""
+    if loop is not None and effects_file is not None and ":" in loop:
+        options = f"--loop {shlex.quote(loop)} --effects {shlex.quote(effects_file)}"
+        options += f" --tracker {shlex.quote(tracker)}" if tracker is not None else ""
+    else:
+        options = f"--job {shlex.quote(job_spec)}"
+    return lambda scenario: f"crashlab explain {scenario} {options}"
+
+
+#: `sweep` of a loop of yours prints at most this many windows; `--list` names every scenario.
+MAX_WINDOWS = 20
+
+
+def echo_windows(scenarios: Iterable[ScenarioResult], replay: Callable[[str], str]) -> None:
+    """On stderr, after the table: each window of consecutive crash points with one failure, and how to replay it."""
+    found = windows(scenarios)
+    for window in found[:MAX_WINDOWS]:
+        click.echo(describe(window, replay), err=True)
+    if len(found) > MAX_WINDOWS:
+        click.echo(f"… and {len(found) - MAX_WINDOWS} more windows: --list dups (or missing, flaky) names every "
+                   "scenario", err=True)
+
+
+def echo_listing(scenarios: Iterable[ScenarioResult], listing: str, replay: Callable[[str], str], fmt: str) -> None:
     """`sweep --list KIND`: the scenarios whose outcome KIND picks, each with the command that explains it."""
     chosen = [r for r in scenarios if LISTS[listing](r.outcome)]
-    commands = [f"crashlab explain {r.id} --job {shlex.quote(job_spec)}" for r in chosen]
+    commands = [replay(r.id) for r in chosen]
     if fmt == "table":
         lines = [[r.id, r.points[0] if r.points else "-", command] for r, command in zip(chosen, commands, strict=True)]
         click.echo(tables.grid(lines) if lines else f"no scenario with {listing}")

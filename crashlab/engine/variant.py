@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
+from crashlab.check.effects import Effect
 from crashlab.engine.run import Entry
 from crashlab.job import Call, Job
 from crashlab.world import DeskMode, TrackerMode
@@ -52,6 +53,9 @@ class Variant:
     keeps_checkpoint: bool = True  # its progress is crashlab's checkpoint, which the harness can read
     in_all: bool = True  # one of its family's variants that `--variant all` names
     effects: tuple[str, ...] | None = None  # what it means to do once each, if not the job's changing calls
+    #: A loop whose tools call crashlab's service (`crashlab.service`): the effects it means, by what they
+    #: are. Empty for a loop that acts through `run.world`.
+    service: tuple[Effect, ...] = ()
     refuses: Callable[[Job], str | None] = accepts_every_job  # why it cannot run a job, or None
     extra: str = ""  # the pip extra its framework comes in, if it has one
 

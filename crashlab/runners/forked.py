@@ -38,6 +38,8 @@ from crashlab.engine.run import Run
 from crashlab.engine.scenario import ScenarioRun, Setup, check_death, check_finished
 from crashlab.engine.variant import RunnerKind
 from crashlab.errors import HarnessError
+from crashlab.runners.served import live_served, served_world
+from crashlab.service.process import ServiceProcess
 from crashlab.world import World, WorldState
 from crashlab.world.sqlite import TRACKER_FILE, Database, PersonFactory, SqlitePerson, open_world, world_in
 
@@ -100,14 +102,15 @@ class Forked:
 
     kind: RunnerKind = "forked"
 
-    def __init__(self, fresh: Callable[[], Path]):
+    def __init__(self, fresh: Callable[[], Path], services: Services):
         self.fresh = fresh
+        self.services = services
 
     @classmethod
     @contextmanager
     def opened(cls) -> Iterator[Forked]:
-        with directories() as fresh:
-            yield cls(fresh)
+        with directories() as fresh, Services() as services:
+            yield cls(fresh, services)
 
     def scenario(self, setup: Setup, crashes: tuple[int, ...], choices: tuple[Choice, ...] = (),
                  watch: bool = False) -> ScenarioRun:
@@ -116,17 +119,23 @@ class Forked:
             load()  # a framework, imported once here rather than in every child
         points = Recorder(crashes, setup.id(crashes))
         directory = self.fresh()
+        service = self.services.reset(directory, setup.variant.tracker) if setup.variant.service else None
+
+        def world_now() -> WorldState:
+            return read_world(directory, setup) if service is None else served_world(setup, service.state())
+
         start = None
         for _ in range(len(crashes) + 1):
             points.start_process()
-            returned = live(setup, points, directory)
+            returned = live(setup, points, directory) if service is None else \
+                live_served(setup, points, directory, service)
             check_death(points, returned)
             if points.dead is None:
                 break
             if points.process == len(crashes):  # the last death: where the last process starts
-                start = Left(Durable(files_of(directory, setup), read_world(directory, setup)))
+                start = Left(Durable(files_of(directory, setup), world_now()))
         world = World.new(setup.job, points, setup.variant.tracker, desk=setup.variant.desk)
-        world.restore(read_world(directory, setup))
+        world.restore(world_now())
         store = FileStore(directory, points, sync="none")
         final = check_finished(points, store) if setup.variant.keeps_checkpoint else None
         one: list[Iterable[Left]] = [(Left(None),)]  # a crash's, the only state a death here leaves
@@ -136,6 +145,32 @@ class Forked:
     def life(self, setup: Setup, start: Left | None, crashes: tuple[int, ...], choices: tuple[Choice, ...],
              watch: bool) -> ScenarioRun:
         raise NotImplementedError("the forked runner re-executes every scenario: it keeps no snapshot to start from")
+
+
+class Services:
+    """The service processes of one runner, one per tracker mode, started when a served loop first needs one.
+
+    Each scenario starts over an empty service (`reset`), as each starts over an empty world file.
+    """
+
+    def __init__(self) -> None:
+        self.running: dict[str, ServiceProcess] = {}
+        self.root = Path(tempfile.mkdtemp(prefix="crashlab-service-", dir=_shm()))
+
+    def reset(self, directory: Path, tracker: str) -> ServiceProcess:
+        if tracker not in self.running:
+            self.running[tracker] = ServiceProcess.start(Path(tempfile.mkdtemp(dir=self.root)), tracker=tracker)
+        service = self.running[tracker]
+        service.reset()
+        return service
+
+    def __enter__(self) -> Services:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for service in self.running.values():
+            service.close()
+        shutil.rmtree(self.root, ignore_errors=True)
 
 
 def live(setup: Setup, points: Recorder, directory: Path) -> bool:
@@ -245,8 +280,7 @@ def directories() -> Iterator[Callable[[], Path]]:
 
     Each new directory removes the one before, so the root holds one scenario at a time.
     """
-    shm = Path("/dev/shm")
-    root = Path(tempfile.mkdtemp(prefix="crashlab-loop-", dir=shm if shm.is_dir() else None))
+    root = Path(tempfile.mkdtemp(prefix="crashlab-loop-", dir=_shm()))
     made: list[Path] = []
 
     def fresh() -> Path:
@@ -260,6 +294,11 @@ def directories() -> Iterator[Callable[[], Path]]:
         yield fresh
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def _shm() -> Path | None:
+    shm = Path("/dev/shm")
+    return shm if shm.is_dir() else None
 
 
 _empty: bytes = b""

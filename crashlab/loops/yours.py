@@ -1,0 +1,130 @@
+"""Your loop, as crashlab runs it: from a file or a module, with the effects it means to have.
+
+``path/to/my_loop.py:entry`` imports the file with its folder importable, so it can import its
+sibling modules, as pytest arranges for a test file; ``package.module:entry`` imports a module. The
+entry point is ``entry(run)``, or ``entry()`` for a loop that finds its service (``CRASHLAB_TRACKER_URL``)
+and its directory (``CRASHLAB_RUN_DIR``) in the environment and imports nothing of crashlab's.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import re
+import sys
+from collections.abc import Callable, Iterable, Mapping
+from functools import partial
+from pathlib import Path
+from typing import Any, cast
+
+import yaml
+
+from crashlab.check.effects import Effect, effects_of
+from crashlab.engine.run import Entry, Run
+from crashlab.engine.scenario import Setup
+from crashlab.engine.variant import Variant
+from crashlab.errors import BadInput
+from crashlab.job import Job, Turn, shown
+from crashlab.runners.served import takes_run
+from crashlab.world import TRACKER_MODES, TrackerMode
+
+#: What `--loop` takes for a loop of yours: a file or a module, a colon, and the entry point's name.
+SPEC = re.compile(r"(?P<where>[^:]+):(?P<attr>[A-Za-z_][A-Za-z0-9_]*)")
+
+
+def is_yours(spec: str) -> bool:
+    return ":" in spec
+
+
+def load(spec: str) -> tuple[str, Entry]:
+    """The entry point `spec` names, and the slug its scenarios are named by (its name, dashed)."""
+    match = SPEC.fullmatch(spec)
+    if match is None:
+        raise BadInput(f"--loop {shown(spec)}: a loop of yours is FILE.py:ENTRY or MODULE:ENTRY, "
+                       "e.g. examples/http_loop.py:keyed")
+    where, attr = match["where"], match["attr"]
+    module = _import(where)
+    entry = getattr(module, attr, None)
+    if not callable(entry):
+        found = sorted(n for n, v in vars(module).items() if callable(v) and not n.startswith("_")
+                       and getattr(v, "__module__", None) == module.__name__)
+        raise BadInput(f"--loop {spec}: {where} has no function {attr!r} (its functions: {', '.join(found) or 'none'})")
+    return attr.lower().replace("_", "-"), entry
+
+
+def _bare(entry: Callable[[], object], run: Run) -> object:
+    return entry()
+
+
+def _import(where: str) -> Any:
+    path = Path(where)
+    if where.endswith(".py") or "/" in where:
+        if not path.is_file():
+            raise BadInput(f"--loop: no file {shown(where)}")
+        folder = str(path.resolve().parent)
+        if folder not in sys.path:
+            sys.path.insert(0, folder)
+        name = path.stem
+        spec = importlib.util.spec_from_file_location(name, path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module  # so a pool's worker can unpickle the entry point by its module
+        try:
+            spec.loader.exec_module(module)
+        except Exception as error:
+            sys.modules.pop(name, None)
+            raise BadInput(f"--loop: importing {where} failed: {type(error).__name__}: {error}") from None
+        return module
+    try:
+        return importlib.import_module(where)
+    except Exception as error:
+        raise BadInput(f"--loop: importing {where} failed: {type(error).__name__}: {error}") from None
+
+
+def read_effects(path: str) -> tuple[Effect, ...]:
+    """`--effects FILE`: the effects, by what they are, from a YAML mapping."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as error:
+        raise BadInput(f"--effects {shown(path)}: {error.strerror or error}") from None
+    except UnicodeDecodeError:
+        raise BadInput(f"--effects {shown(path)}: not UTF-8 text") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        at = f" at line {mark.line + 1}" if mark is not None else ""
+        raise BadInput(f"--effects {shown(path)}: not YAML{at}") from None
+    return effects_of(data, where=path)
+
+
+def setup(entry: Entry, effects: Iterable[str] | Mapping[str, Any] | Iterable[Effect], *, name: str = "loop",
+          tracker: TrackerMode = "keyed") -> Setup:
+    """Your loop as crashlab runs it: a variant of its own, on a job of no turns (your loop is its own script).
+
+    `effects` are what it means to do, once each: the effects by what they are (a mapping, as the
+    YAML file has it, or `Effect` values), for a loop whose tools call crashlab's service; or the
+    names its tools give `run.tracker`, for a loop that tags its requests itself.
+    """
+    if isinstance(effects, str):
+        raise BadInput(f"effects is a list of effect names or a mapping of what each is, not the string {effects!r}")
+    if not re.fullmatch(r"[a-z][a-z0-9-]*", name):
+        raise BadInput(f"name {shown(name)}: a scenario ID starts with it, so lowercase letters, digits and dashes")
+    if tracker not in TRACKER_MODES:
+        raise BadInput(f"unknown tracker {shown(tracker)} (valid: {', '.join(TRACKER_MODES)})")
+    served: tuple[Effect, ...] = ()
+    given: tuple[object, ...] = ()
+    if isinstance(effects, Mapping):
+        served = effects_of(effects)
+    else:
+        given = tuple(effects)
+        if given and all(isinstance(e, Effect) for e in given):
+            served = tuple(e for e in given if isinstance(e, Effect))
+        elif not given or not all(isinstance(e, str) and e for e in given):
+            raise BadInput("effects names what your loop means to do, once each: a non-empty list of effect names, "
+                           "or a mapping of each effect to what it is ({A: {issue: TITLE}, C: {comment: A}})")
+    names = tuple(e.name for e in served) if served else tuple(str(e) for e in given)
+    entry = entry if takes_run(entry) else partial(_bare, cast(Callable[[], object], entry))
+    variant = Variant(name, name, name, entry, tracker=tracker, table="loop", runners=frozenset({"forked"}),
+                      keeps_checkpoint=False, effects=names, service=served)
+    return Setup(variant, Job(name, f"{name}-run-1", (Turn(answer="done"),), source=name))

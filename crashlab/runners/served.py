@@ -1,0 +1,186 @@
+"""A life against the service: the loop a real process, the world a real service, every death the harness's.
+
+A loop whose tools call crashlab's service (`crashlab.service`) can die at its own crash points
+and at the service's: ``accepted``, right after the service commits a request, before the loop
+hears the answer. Neither process knows the other's points, so here the harness counts them all
+and decides every death. The loop's process tells each event down a socket as it happens, and at
+each of its points waits for the harness's word; the service does the same down its control line
+and waits before it answers. When the count reaches the point chosen, the harness SIGKILLs the
+loop's process and only then lets the service go on: its answer goes nowhere, as a real answer to
+a dead client does.
+
+The events arrive in the order they happened: the loop tells its events before it makes the request
+that makes the service tell one, so before the harness takes a service event it takes whatever the
+loop has already told.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import select
+import signal
+import socket
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from crashlab.check.effects import attribute
+from crashlab.durable.store import FileStore
+from crashlab.engine.points import Crash, Event, Recorder, Where, recording
+from crashlab.engine.run import Run
+from crashlab.engine.scenario import Setup
+from crashlab.errors import HarnessError
+from crashlab.service import control
+from crashlab.service.process import ServiceProcess
+from crashlab.world import Record, World, WorldState
+
+#: The run directory, for a loop that keeps files of its own: in the environment of each of its processes.
+RUN_DIR = "CRASHLAB_RUN_DIR"
+
+
+class TellingRecorder(Recorder):
+    """The recorder of one process of a served loop: it tells every event to the harness as it happens,
+    and at each crash point waits for the harness, which kills the process there or lets it go on."""
+
+    def __init__(self, line: socket.socket, scenario: str, process: int):
+        super().__init__((), scenario, process)
+        self.line = line
+
+    def hit(self, label: str) -> None:
+        self.passed += 1
+        control.send(self.line, {"kind": "point", "label": label, "where": _where(self.where)})
+        control.receive(self.line)  # the harness's word: go on (a death never answers)
+
+    def note(self, kind: str, label: str = "", **detail: Any) -> None:
+        control.send(self.line, {"kind": kind, "label": label, "where": _where(self.where), "detail": detail})
+
+
+def _where(where: Where) -> list[Any]:
+    return [where.turn, where.call, where.tool]
+
+
+def live_served(setup: Setup, points: Recorder, directory: Path, service: ServiceProcess) -> bool:
+    """Fork the process `points.process` of the scenario against `service`; True if it returned, False if
+    it died at its crash point. Its events, and the service's while it ran, go into `points` in order."""
+    assert service.control is not None, "a sweep's service has a control line"
+    ours, theirs = socket.socketpair()
+    pid = os.fork()
+    if pid == 0:  # the child: it never returns from here
+        status = 1
+        try:
+            ours.close()
+            service.control.close()
+            _child(setup, points.scenario, points.process - 1, directory, theirs, service.env())
+            status = 0
+        finally:
+            os._exit(status)
+    theirs.close()
+    try:
+        return _watch(points, pid, ours, service.control)
+    finally:
+        ours.close()
+
+
+def _watch(points: Recorder, pid: int, loop: socket.socket, service: socket.socket) -> bool:
+    """Take every event of the loop and the service until the loop's process ends, and kill it where told."""
+    where = Where()
+    target = points.crash_at[points.process - 1] if points.process <= len(points.crash_at) else 0
+    scenario = f"{points.scenario}: process {points.process}"
+
+    def take(message: dict[str, Any], answer: socket.socket | None) -> bool:
+        """One event into `points`; at the chosen point, the kill. True while the loop lives."""
+        nonlocal where
+        if "where" in message:
+            where = Where(*message["where"])
+        kind, label = str(message.get("kind", "")), str(message.get("label", ""))
+        if kind != "point":
+            points.events.append(Event(points.process, kind, label, where, 0, dict(message.get("detail") or {})))
+        crash_point = label if kind == "point" else message.get("point")
+        if crash_point:
+            points.passed += 1
+            points.events.append(Event(points.process, "point", str(crash_point), where, points.passed))
+            if points.passed == target:
+                kill(pid)
+                points.events.append(Event(points.process, "crash", str(crash_point), where, points.passed))
+                points.dead = Crash(str(crash_point), points.passed)
+        if answer is not None and (points.dead is None or answer is service):
+            control.send(answer, {"go": True})
+        return points.dead is None
+
+    while True:
+        ready, _, _ = select.select([loop, service], [], [])
+        if service in ready:
+            while select.select([loop], [], [], 0)[0]:  # what the loop told before it made the request
+                message = _receive(loop, scenario, pid)
+                if message.get("kind") == "end" or not take(message, loop if message.get("kind") == "point" else None):
+                    return _ended(message, points, pid, scenario)
+            if not take(control.receive(service), service):
+                return _ended({}, points, pid, scenario)
+            continue
+        message = _receive(loop, scenario, pid)
+        if message.get("kind") == "end" or not take(message, loop if message.get("kind") == "point" else None):
+            return _ended(message, points, pid, scenario)
+
+
+def _receive(loop: socket.socket, scenario: str, pid: int) -> dict[str, Any]:
+    try:
+        return control.receive(loop)
+    except control.LineBroken:
+        _, status = os.waitpid(pid, 0)
+        raise HarnessError(f"{scenario} ended (wait status {status}) without a word: killed by something "
+                           "else?") from None
+
+
+def _ended(message: dict[str, Any], points: Recorder, pid: int, scenario: str) -> bool:
+    if points.dead is not None:
+        return False
+    _, status = os.waitpid(pid, 0)
+    ended = message.get("ended")
+    if ended == "returned" and os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0:
+        return True
+    raise HarnessError(f"{scenario} failed: {ended or f'wait status {status}'}")
+
+
+def kill(pid: int) -> None:
+    """SIGKILL the loop's process and wait until it is gone: only then may the service answer it."""
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+
+
+def _child(setup: Setup, scenario: str, process: int, directory: Path, line: socket.socket,
+           env: Mapping[str, str]) -> None:
+    """One process of the scenario: the loop, told where its service and its directory are."""
+    from crashlab.runners.forked import ended_by
+
+    os.environ.update(env)
+    os.environ[RUN_DIR] = str(directory)
+    points = TellingRecorder(line, scenario, process)
+    points.start_process()
+    try:
+        with recording(points):
+            store = FileStore(directory, points, sync="none")
+            world = World.new(setup.job, points, setup.variant.tracker)
+            setup.variant.entry(Run(setup.job, world, store, directory, points.process, points))
+        control.send(line, {"kind": "end", "ended": "returned"})
+    except BaseException as error:
+        control.send(line, {"kind": "end", "ended": ended_by(error)})
+
+
+def served_world(setup: Setup, state: Mapping[str, Any]) -> WorldState:
+    """What the service holds, as the world's state: each record tagged with the effect it is."""
+    records = [Record(r["kind"], r["number"], "", r["key"], r["issue"],
+                      f"{r['title']}\n{r['body']}" if r["kind"] == "issue" else r["body"])
+               for r in state["records"]]
+    return WorldState(attribute(records, setup.variant.service), (), (), (), state["asks"], state["approvals"], (),
+                      (), state["model_calls"], ())
+
+
+def takes_run(entry: Callable[..., object]) -> bool:
+    """Whether a loop's entry point wants the `Run` (``entry(run)``) or nothing (``entry()``): a loop that
+    finds its service and its directory in the environment need not import crashlab at all."""
+    try:
+        parameters = inspect.signature(entry).parameters.values()
+    except (TypeError, ValueError):
+        return True
+    return any(p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in parameters)

@@ -1,0 +1,96 @@
+"""A triage loop whose tools call an issue service over plain HTTP, and know nothing of crashlab.
+
+It files two issues and comments on the first, keeping its progress in a JSON file that it replaces
+atomically (write, fsync, rename, fsync the folder) after each step. ``plain`` sends its requests as
+they are; ``keyed`` sends each with an ``Idempotency-Key`` made of its run ID and the step, so a
+retry after a crash is answered, not applied again. The run ID is saved before any request
+carries it: a key must be the same in every process of the run.
+
+Sweep it against crashlab's service, every process killed for real at every point::
+
+    crashlab sweep --loop examples/http_loop.py:plain --effects examples/http_loop.yaml
+    crashlab sweep --loop examples/http_loop.py:keyed --effects examples/http_loop.yaml
+
+Where it finds the service (``CRASHLAB_TRACKER_URL``) and its folder (``CRASHLAB_RUN_DIR``) it reads
+when it runs, not when it is imported: a sweep imports it once and forks each process from there.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import urllib.request
+import uuid
+from pathlib import Path
+
+try:  # crash points of its own, beside the service's: optional, and nothing without crashlab
+    from crashlab import point
+except ImportError:
+    def point(label: str) -> None:
+        pass
+
+STEPS = [
+    ("A", "issue", "Login fails on Safari"),
+    ("B", "issue", "Export times out"),
+    ("C", "comment", "Same root cause as the export timeout"),
+]
+
+
+def post(path: str, payload: dict, key: str | None) -> int:
+    """POST JSON to the service; the new record's number."""
+    headers = {"Content-Type": "application/json"}
+    if key is not None:
+        headers["Idempotency-Key"] = key
+    url = os.environ.get("CRASHLAB_TRACKER_URL", "http://127.0.0.1:8000") + path
+    request = urllib.request.Request(url, json.dumps(payload).encode(), headers, method="POST")
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return json.load(response)["number"]
+
+
+def save(path: Path, progress: dict) -> None:
+    """Replace the progress file whole: a crash leaves the old one or the new one, never half of either."""
+    temporary = path.with_suffix(".tmp")
+    with open(temporary, "w") as file:
+        json.dump(progress, file)
+        file.flush()
+        os.fsync(file.fileno())
+    os.replace(temporary, path)
+    folder = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(folder)
+    finally:
+        os.close(folder)
+
+
+def begin() -> tuple[Path, dict]:
+    """Where the progress is kept, and what it says: a new run saves its run ID before anything else."""
+    saved = Path(os.environ.get("CRASHLAB_RUN_DIR", ".")) / "progress.json"
+    if saved.exists():
+        return saved, json.loads(saved.read_text())
+    progress = {"run": uuid.uuid4().hex, "done": {}}
+    save(saved, progress)
+    return saved, progress
+
+
+def triage(keyed: bool) -> None:
+    saved, progress = begin()
+    done = progress["done"]
+    for step, kind, text in STEPS:
+        if step in done:
+            continue
+        key = f"{progress['run']}:{step}" if keyed else None
+        if kind == "issue":
+            done[step] = post("/issues", {"title": text, "body": ""}, key)
+        else:
+            done[step] = post(f"/issues/{done['A']}/comments", {"body": text}, key)
+        point("answered")
+        save(saved, progress)
+        point("saved")
+
+
+def plain() -> None:
+    triage(keyed=False)
+
+
+def keyed() -> None:
+    triage(keyed=True)

@@ -1,0 +1,182 @@
+"""Your loop, your service: a loop whose tools make plain HTTP calls, swept from the command line.
+
+The loops here import nothing of crashlab's: they find the service in ``CRASHLAB_TRACKER_URL`` and
+their folder in ``CRASHLAB_RUN_DIR``, and the harness recognises their effects by what they are.
+"""
+
+import json
+import re
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from crashlab.api import sweep
+from crashlab.loops.yours import load
+
+EFFECTS = "examples/http_loop.yaml"
+README = Path(__file__).resolve().parent.parent / "README.md"
+README_ROW = re.compile(r"^\| `http_loop\.py:(\w+)`[^|]*\| (\d+) \| (\d+) \| (\d+) \| (\d+) \| (\d+) \|$", re.M)
+
+#: A loop with no crashlab import at all, and no crash point of its own: the service's `accepted` is
+#: the only place it can die. It files what `STEPS` says, saving its progress after each.
+LOOP = '''
+import json, os, urllib.request
+from pathlib import Path
+
+STEPS = {steps}
+
+def post(path, payload, key=None):
+    headers = {{"Content-Type": "application/json"}}
+    if key:
+        headers["Idempotency-Key"] = key
+    url = os.environ["CRASHLAB_TRACKER_URL"] + path
+    with urllib.request.urlopen(urllib.request.Request(url, json.dumps(payload).encode(), headers)) as answer:
+        return json.load(answer)["number"]
+
+def main(keyed=False):
+    saved = Path(os.environ["CRASHLAB_RUN_DIR"]) / "done.json"
+    done = json.loads(saved.read_text()) if saved.exists() else {{}}
+    for step, title in STEPS:
+        if step not in done:
+            done[step] = post("/issues", {{"title": title}}, f"run-1:{{step}}" if keyed else None)
+            saved.write_text(json.dumps(done))
+
+def keyed():
+    main(keyed=True)
+'''
+
+
+def loop_file(tmp_path: Path, steps: list[tuple[str, str]], name: str = "loop.py") -> str:
+    path = tmp_path / name
+    path.write_text(LOOP.format(steps=repr(steps)))
+    return str(path)
+
+
+def effects_file(tmp_path: Path, text: str) -> str:
+    path = tmp_path / "effects.yaml"
+    path.write_text(textwrap.dedent(text))
+    return str(path)
+
+
+def test_the_http_loop_duplicates_exactly_between_the_services_commit_and_its_own_save(cli):
+    code, out, _ = cli("sweep", "--loop", "examples/http_loop.py:plain", "--effects", EFFECTS, "--depth", "1",
+                       "--list", "dups", "--format", "json")
+    assert code == 0
+    dying = [s["first_crash"] for s in json.loads(out)]
+    assert dying == ["accepted#1", "answered#1", "accepted#2", "answered#2", "accepted#3", "answered#3"]
+
+
+@pytest.mark.slow
+def test_the_http_loop_with_a_key_of_run_id_and_step_neither_duplicates_nor_loses_at_depth_2(cli):
+    code, out, err = cli("sweep", "--loop", "examples/http_loop.py:keyed", "--effects", EFFECTS, "--format", "json")
+    (row,) = json.loads(out)
+    assert code == 0 and row["scenarios"] == 54
+    assert (row["dups"], row["missing"], row["flaky"], row["orphans"]) == (0, 0, 0, 0)
+    assert err == ""  # no failure window to print
+
+
+@pytest.mark.slow
+def test_a_keyless_service_ignores_the_key_so_the_keyed_loop_duplicates(cli):
+    code, out, _ = cli("sweep", "--loop", "examples/http_loop.py:keyed", "--effects", EFFECTS, "--tracker",
+                       "keyless", "--depth", "1", "--format", "json")
+    (row,) = json.loads(out)
+    assert code == 0 and row["dups"] == 6
+
+
+def test_failures_are_told_as_windows_each_with_the_command_that_replays_it(cli):
+    code, _, err = cli("sweep", "--loop", "examples/http_loop.py:plain", "--effects", EFFECTS, "--depth", "1")
+    lines = err.splitlines()
+    assert code == 0 and len(lines) == 3
+    assert lines[0] == ("A made twice when the process dies anywhere from `accepted#1` to `answered#1` "
+                        "(2 scenarios, plain:1 to plain:2); replay: crashlab explain plain:1 --loop "
+                        "examples/http_loop.py:plain --effects examples/http_loop.yaml")
+    code, story, _ = cli(*lines[0].split("replay: crashlab ")[1].split())
+    assert code == 0 and "duplicates:    A ×2 (DUPLICATED)" in story
+
+
+@pytest.mark.slow
+def test_a_loop_with_no_crashlab_import_and_no_point_of_its_own_dies_where_the_service_commits(cli, tmp_path):
+    loop = loop_file(tmp_path, [("A", "One"), ("B", "Two")])
+    effects = effects_file(tmp_path, "A: {issue: One}\nB: {issue: Two}\n")
+    code, out, _ = cli("sweep", "--loop", f"{loop}:main", "--effects", effects, "--format", "json")
+    (row,) = json.loads(out)
+    assert code == 0 and (row["points"], row["scenarios"]) == (2, 5)
+    # main:1 files A twice, main:1:1 three times, main:1:2 A and B twice each; main:2 files B twice, main:2:1 thrice
+    assert (row["dups"], row["missing"]) == (1 + 2 + 2 + 1 + 2, 0)
+    code, out, _ = cli("sweep", "--loop", f"{loop}:keyed", "--effects", effects, "--format", "json")
+    assert code == 0 and json.loads(out)[0]["dups"] == 0
+
+
+@pytest.mark.parametrize("steps, effects, says", [
+    ([], "A: {issue: One}\n", "main: its uninterrupted run must make each intended effect (A) exactly once, and it "
+                              "made A not at all"),
+    ([("A", "Onw")], "A: {issue: One}\n", "made A not at all; records for issue 'Onw', which is no intended effect"),
+    ([("A", "One"), ("B", "One")], "A: {issue: One}\n", "made A 2 times"),
+    ([("A", "One"), ("B", "Two")], "A: {issue: One}\n", "records for issue 'Two', which is no intended effect"),
+])
+def test_an_uninterrupted_run_that_does_not_make_each_effect_once_is_refused_in_one_line(cli, tmp_path, steps,
+                                                                                          effects, says):
+    loop = loop_file(tmp_path, steps)
+    code, out, err = cli("sweep", "--loop", f"{loop}:main", "--effects", effects_file(tmp_path, effects))
+    assert (code, out) == (2, "") and says in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("args, says", [
+    (["--loop", "examples/http_loop.py"], "unknown loop 'examples/http_loop.py'"),
+    (["--loop", "examples/nope.py:main", "--effects", EFFECTS], "no file 'examples/nope.py'"),
+    (["--loop", "examples/http_loop.py:nope", "--effects", EFFECTS], "has no function 'nope' (its functions:"),
+    (["--loop", "examples/http_loop.py:STEPS", "--effects", EFFECTS], "has no function 'STEPS'"),
+    (["--loop", "examples/http_loop.py:plain"], "needs --effects FILE"),
+    (["--loop", "examples/http_loop.py:plain", "--effects", "nope.yaml"], "--effects 'nope.yaml':"),
+    (["--loop", "examples/http_loop.py:plain", "--effects", "README.md"], "not YAML at line"),
+    (["--loop", "examples/http_loop.py:plain", "--effects", "scenarios/triage.yaml"], "name: say what it is"),
+    (["--loop", "examples/http_loop.py:plain", "--effects", EFFECTS, "--job", "triage"], "drop --job"),
+    (["--loop", "examples/http_loop.py:plain", "--effects", EFFECTS, "--variant", "plain"], "drop --variant"),
+    (["--loop", "examples/http_loop.py:plain", "--effects", EFFECTS, "--tracker", "all"], "is none of keyed"),
+    (["--effects", EFFECTS], "--effects belongs to a loop of yours"),
+    (["--loop", "no_such_module:main", "--effects", EFFECTS], "importing no_such_module failed"),
+])
+def test_a_loop_of_yours_given_wrong_is_refused_in_one_line(cli, args, says):
+    code, out, err = cli("sweep", *args)
+    assert (code, out) == (2, "") and says in err and err.count("\n") == 1, err
+
+
+def test_a_loop_file_that_fails_to_import_is_named_with_its_error(cli, tmp_path):
+    (tmp_path / "broken.py").write_text("import json\nraise RuntimeError('no config')\n")
+    code, _, err = cli("sweep", "--loop", f"{tmp_path}/broken.py:main", "--effects", EFFECTS)
+    assert code == 2 and "broken.py failed: RuntimeError: no config" in err
+
+
+def test_a_loop_file_imports_its_siblings(tmp_path):
+    (tmp_path / "sibling_steps.py").write_text("STEPS = [('A', 'One')]\n")
+    (tmp_path / "uses_sibling.py").write_text("from sibling_steps import STEPS\ndef main():\n    return STEPS\n")
+    slug, entry = load(f"{tmp_path}/uses_sibling.py:main")
+    assert slug == "main" and entry() == [("A", "One")]
+
+
+@pytest.mark.slow
+def test_the_python_api_sweeps_a_served_loop_by_its_effects_as_the_cli_does(tmp_path):
+    from examples import http_loop
+
+    swept = sweep(http_loop.keyed, {"A": {"issue": "Login fails on Safari"}, "B": {"issue": "Export times out"},
+                                    "C": {"comment": "A"}}, name="keyed", depth=1)
+    assert swept.ok and swept.row().scenarios == 9
+    plain = sweep(http_loop.plain, {"A": {"issue": "Login fails on Safari"}, "B": {"issue": "Export times out"},
+                                    "C": {"comment": "A"}}, name="plain", depth=1)
+    assert not plain.ok and plain.dups == 6 and len(plain.failures()) == 3
+
+
+@pytest.mark.slow
+def test_the_mcp_loop_gives_the_http_loops_table_which_the_readme_shows(cli):
+    tables = []
+    for loop in ("examples/http_loop.py", "examples/mcp_loop.py"):
+        for entry in ("plain", "keyed"):
+            code, out, _ = cli("sweep", "--loop", f"{loop}:{entry}", "--effects", EFFECTS, "--format", "json")
+            assert code == 0
+            tables.append(json.loads(out))
+    assert tables[:2] == tables[2:]
+    assert tables[0][0]["dups"] > 0 and tables[1][0]["dups"] == 0
+    shown = {entry: tuple(map(int, cells)) for entry, *cells in README_ROW.findall(README.read_text())}
+    assert shown == {row["variant"]: (row["points"], row["scenarios"], row["with_dups"], row["dups"], row["missing"])
+                     for (row,) in tables[:2]}
