@@ -382,8 +382,8 @@ class Harness(threading.Thread):
                 return
 
 
-def with_line(directory: Path) -> tuple[Api, Harness]:
-    service = ServiceProcess.start(directory, control=True)
+def with_line(directory: Path, **options: Any) -> tuple[Api, Harness]:
+    service = ServiceProcess.start(directory, control=True, **options)
     assert service.control is not None
     harness = Harness(service.control)
     harness.start()
@@ -552,3 +552,42 @@ def test_crashlab_help_imports_no_part_of_the_service_stack():
     probe = ("import sys; from crashlab.cli import cli; "
              "print(sorted({m.split('.')[0] for m in sys.modules} & {'starlette', 'uvicorn', 'mcp', 'httpx'}))")
     assert subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True).stdout == "[]\n"
+
+
+# How a request becomes durable: one transaction, two steps, or behind the answer.
+
+
+def test_an_ack_first_service_writes_behind_its_answer_and_a_kill_before_the_next_request_loses_it(tmp_path):
+    first = ServiceProcess.start(tmp_path, control=False, commit="ack-first")
+    assert Api(first).issue("Login fails", key="k1").json() == {"number": 1}
+    first.kill()
+    second = ServiceProcess.start(tmp_path, control=False, commit="ack-first")
+    api = Api(second)
+    assert api.records() == [], "answered, never written"
+    assert api.issue("Login fails", key="k1").json() == {"number": 1}, "so its key is unknown: applied again"
+    assert api.issue("Export times out").json() == {"number": 2}, "the next request writes the one before"
+    second.kill()
+    third = ServiceProcess.start(tmp_path, control=False, commit="ack-first")
+    assert [r["title"] for r in third.state()["records"]] == ["Login fails"]
+    third.close()
+
+
+@pytest.mark.parametrize("commit, points", [
+    ("one-txn", ["applied", "accepted"]),
+    ("two-step", ["applied", "record-committed", "accepted"]),
+    ("ack-first", ["applied", "accepted"]),
+])
+def test_with_commit_points_the_service_passes_one_crash_point_between_each_step(tmp_path, commit, points):
+    api, harness = with_line(tmp_path, commit=commit, steps=True)
+    try:
+        harness.release.set()
+        api.issue("Login fails", key="k1")
+        assert [f.get("point") or f["label"] for f in harness.frames] == points
+    finally:
+        api.close()
+        api.service.close()
+
+
+def test_an_unknown_commit_order_is_refused_in_one_line(tmp_path):
+    with pytest.raises(HarnessError, match=r"--commit: invalid choice: 'later'"):
+        ServiceProcess.start(tmp_path, control=False, commit="later")

@@ -180,3 +180,28 @@ def test_the_mcp_loop_gives_the_http_loops_table_which_the_readme_shows(cli):
     shown = {entry: tuple(map(int, cells)) for entry, *cells in README_ROW.findall(README.read_text())}
     assert shown == {row["variant"]: (row["points"], row["scenarios"], row["with_dups"], row["dups"], row["missing"])
                      for (row,) in tables[:2]}
+
+
+@pytest.mark.slow
+def test_a_service_that_commits_record_then_key_and_dies_between_duplicates_the_keyed_loop(cli):
+    """The service is SIGKILLed with the loop at every death and restarts over its database."""
+    found = {}
+    for commit in ("one-txn", "two-step", "ack-first"):
+        code, out, _ = cli("sweep", "--loop", "examples/http_loop.py:keyed", "--effects", EFFECTS, "--depth", "1",
+                           "--fault", "tracker-crash", "--commit", commit, "--list", "dups", "--format", "json")
+        assert code == 0
+        found[commit] = [s["first_crash"] for s in json.loads(out)]
+    assert found == {"one-txn": [], "ack-first": [],
+                     "two-step": ["record-committed#1", "record-committed#2", "record-committed#3"]}
+    code, out, _ = cli("sweep", "--loop", "examples/http_loop.py:keyed", "--effects", EFFECTS, "--depth", "1",
+                       "--fault", "tracker-crash", "--commit", "ack-first", "--format", "json")
+    (row,) = json.loads(out)
+    assert row["missing"] > 0, "an answer sent before the commit, and the commit lost with the service"
+
+
+def test_a_fault_with_no_form_for_a_served_loop_is_refused_in_one_line(cli):
+    code, out, err = cli("sweep", "--loop", "examples/http_loop.py:keyed", "--effects", EFFECTS, "--fault",
+                         "power-cut")
+    assert (code, out) == (2, "")
+    assert err.strip().endswith("--fault power-cut has no form yet for a loop whose tools call crashlab's service "
+                                "(those that have: crash, tracker-crash)")

@@ -49,6 +49,20 @@ class Setting:
 
 
 @dataclass(frozen=True)
+class Serving:
+    """How crashlab's service runs in a sweep of a loop whose tools call it (`crashlab.service`).
+
+    `commit` is how it makes a request durable (``one-txn``, ``two-step``, ``ack-first``), `steps`
+    whether it passes its crash points between a commit's steps, and `dies` whether every death of
+    the loop takes the service with it, which then restarts from what it committed.
+    """
+
+    commit: str = "one-txn"
+    steps: bool = False
+    dies: bool = False
+
+
+@dataclass(frozen=True)
 class Fault:
     """A fault model, configured: `value` is its setting, or the choice a scenario names (its question).
 
@@ -136,6 +150,11 @@ class Fault:
         """An event of this fault's own, as a scenario's story tells it."""
         return None
 
+    def serve(self, serving: Serving) -> Serving | None:
+        """How crashlab's service runs under this fault, for a loop whose tools call it; None while the
+        fault has no form there (a sweep of such a loop under it is then refused)."""
+        return None
+
 
 @cache
 def registry() -> dict[str, type[Fault]]:
@@ -150,6 +169,11 @@ def registry() -> dict[str, type[Fault]]:
                            f"crashlab.faults.Fault subclass whose slug is {entry.name!r}")
         found[entry.name] = fault
     return dict(sorted(found.items()))
+
+
+def servable() -> list[str]:
+    """The faults a loop whose tools call crashlab's service can be swept under."""
+    return ["crash", *(slug for slug, fault in registry().items() if fault.serve is not Fault.serve)]
 
 
 def find(slug: str) -> type[Fault]:
@@ -221,6 +245,17 @@ class Faults:
         for fault in self.members:
             state = fault.begin(earlier) or state
         return state
+
+    def serving(self) -> Serving:
+        """How crashlab's service runs under every member; a member with no form there is refused in one line."""
+        serving = Serving()
+        for fault in self.members:
+            served = fault.serve(serving)
+            if served is None:
+                raise BadInput(f"--fault {fault.slug} has no form yet for a loop whose tools call crashlab's service "
+                               f"(those that have: {', '.join(servable())})")
+            serving = served
+        return serving
 
     def left(self, death: Death) -> list[Iterable[Left]]:
         """The states a death can leave, in groups: a group ends early where an open-ended choice does."""

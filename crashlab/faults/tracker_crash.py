@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 
 from crashlab.engine.death import Death, Left
 from crashlab.engine.points import Recorder
-from crashlab.faults import Fault, Setting
+from crashlab.faults import Fault, Serving, Setting
 from crashlab.job import Call
 from crashlab.world import Clock, Parts, Tracker, TrackerMode, World, WorldState
 from crashlab.world.tracker import Applied
@@ -80,6 +80,11 @@ class TrackerCrash(Fault):
 
     def left(self, left: Left, death: Death) -> Iterable[Left]:
         yield left.then(lost(death.world, left.durable.world))
+
+    def serve(self, serving: Serving) -> Serving:
+        """The service commits as the setting says, passes its crash points between the steps, and dies
+        with the loop at every death: a real SIGKILL, then a restart over its database."""
+        return replace(serving, commit=self.value, steps=True, dies=True)
 
 
 def lost(world: World, left: WorldState) -> str:

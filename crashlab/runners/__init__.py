@@ -80,6 +80,9 @@ def check_runs(setup: Setup, spec: RunnerSpec) -> None:
         why = " (a framework catches, retries or saves a raised exception, so only SIGKILL is a death there)" \
             if variant.extra else ""
         raise BadInput(f"{variant.slug} runs only under {only}{why}")
+    if variant.service:  # its world is crashlab's service, and a fault breaks the service, not a world in memory
+        faults.serving()
+        return
     missing = faults.needs - spec.offers
     if missing:
         fault = next(f for f in faults.members if f.needs - spec.offers)

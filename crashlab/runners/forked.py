@@ -38,6 +38,7 @@ from crashlab.engine.run import Run
 from crashlab.engine.scenario import ScenarioRun, Setup, check_death, check_finished
 from crashlab.engine.variant import RunnerKind
 from crashlab.errors import HarnessError
+from crashlab.faults import Serving
 from crashlab.runners.served import live_served, served_world
 from crashlab.service.process import ServiceProcess
 from crashlab.world import World, WorldState
@@ -119,7 +120,8 @@ class Forked:
             load()  # a framework, imported once here rather than in every child
         points = Recorder(crashes, setup.id(crashes))
         directory = self.fresh()
-        service = self.services.reset(directory, setup.variant.tracker) if setup.variant.service else None
+        serving = setup.faults.serving() if setup.variant.service else None
+        service = self.services.reset(setup.variant.tracker, serving) if serving is not None else None
 
         def world_now() -> WorldState:
             return read_world(directory, setup) if service is None else served_world(setup, service.state())
@@ -127,8 +129,13 @@ class Forked:
         start = None
         for _ in range(len(crashes) + 1):
             points.start_process()
-            returned = live(setup, points, directory) if service is None else \
-                live_served(setup, points, directory, service)
+            if service is None:
+                returned = live(setup, points, directory)
+            else:
+                returned = live_served(setup, points, directory, service, serving is not None and serving.dies)
+                if not returned and serving is not None and serving.dies:  # the service dies with the loop
+                    service.kill()
+                    service = self.services.restart(setup.variant.tracker, serving)
             check_death(points, returned)
             if points.dead is None:
                 break
@@ -148,21 +155,31 @@ class Forked:
 
 
 class Services:
-    """The service processes of one runner, one per tracker mode, started when a served loop first needs one.
+    """The service processes of one runner, one per way of serving, started when a served loop first needs one.
 
-    Each scenario starts over an empty service (`reset`), as each starts over an empty world file.
+    Each scenario starts over an empty service (`reset`), as each starts over an empty world file;
+    under a fault whose service dies with the loop, each death kills it and `restart` brings up a
+    new process over the same database.
     """
 
     def __init__(self) -> None:
-        self.running: dict[str, ServiceProcess] = {}
+        self.running: dict[tuple[str, Serving], ServiceProcess] = {}
+        self.places: dict[tuple[str, Serving], Path] = {}
         self.root = Path(tempfile.mkdtemp(prefix="crashlab-service-", dir=_shm()))
 
-    def reset(self, directory: Path, tracker: str) -> ServiceProcess:
-        if tracker not in self.running:
-            self.running[tracker] = ServiceProcess.start(Path(tempfile.mkdtemp(dir=self.root)), tracker=tracker)
-        service = self.running[tracker]
+    def reset(self, tracker: str, serving: Serving) -> ServiceProcess:
+        service = self.running.get((tracker, serving)) or self.restart(tracker, serving)
         service.reset()
         return service
+
+    def restart(self, tracker: str, serving: Serving) -> ServiceProcess:
+        """A service process over the database of this way of serving: the first, or one after a death."""
+        way = (tracker, serving)
+        if way not in self.places:
+            self.places[way] = Path(tempfile.mkdtemp(dir=self.root))
+        self.running[way] = ServiceProcess.start(self.places[way], tracker=tracker, commit=serving.commit,
+                                                 steps=serving.steps)
+        return self.running[way]
 
     def __enter__(self) -> Services:
         return self

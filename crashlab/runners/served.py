@@ -60,9 +60,12 @@ def _where(where: Where) -> list[Any]:
     return [where.turn, where.call, where.tool]
 
 
-def live_served(setup: Setup, points: Recorder, directory: Path, service: ServiceProcess) -> bool:
+def live_served(setup: Setup, points: Recorder, directory: Path, service: ServiceProcess, dies: bool = False) -> bool:
     """Fork the process `points.process` of the scenario against `service`; True if it returned, False if
-    it died at its crash point. Its events, and the service's while it ran, go into `points` in order."""
+    it died at its crash point. Its events, and the service's while it ran, go into `points` in order.
+
+    With `dies`, a death at one of the service's own points takes the service too: it never hears the
+    harness's word, and the caller kills it where it waits."""
     assert service.control is not None, "a sweep's service has a control line"
     ours, theirs = socket.socketpair()
     pid = os.fork()
@@ -77,12 +80,12 @@ def live_served(setup: Setup, points: Recorder, directory: Path, service: Servic
             os._exit(status)
     theirs.close()
     try:
-        return _watch(points, pid, ours, service.control)
+        return _watch(points, pid, ours, service.control, dies)
     finally:
         ours.close()
 
 
-def _watch(points: Recorder, pid: int, loop: socket.socket, service: socket.socket) -> bool:
+def _watch(points: Recorder, pid: int, loop: socket.socket, service: socket.socket, dies: bool) -> bool:
     """Take every event of the loop and the service until the loop's process ends, and kill it where told."""
     where = Where()
     target = points.crash_at[points.process - 1] if points.process <= len(points.crash_at) else 0
@@ -104,7 +107,7 @@ def _watch(points: Recorder, pid: int, loop: socket.socket, service: socket.sock
                 kill(pid)
                 points.events.append(Event(points.process, "crash", str(crash_point), where, points.passed))
                 points.dead = Crash(str(crash_point), points.passed)
-        if answer is not None and (points.dead is None or answer is service):
+        if answer is not None and (points.dead is None or (answer is service and not dies)):
             control.send(answer, {"go": True})
         return points.dead is None
 

@@ -46,10 +46,14 @@ class ServiceProcess:
 
     @classmethod
     def start(cls, directory: Path, tracker: str = "keyed", keys: str = "optional", retention: float = 24.0,
-              control: bool = True) -> ServiceProcess:
-        """Start a service on `directory` and wait for its URL; `HarnessError`, with its stderr, if none comes."""
+              control: bool = True, commit: str = "one-txn", steps: bool = False) -> ServiceProcess:
+        """Start a service on `directory` and wait for its URL; `HarnessError`, with its stderr, if none comes.
+
+        `commit` and `steps` say how it makes a request durable, and whether it passes its crash points
+        between the steps (``python -m crashlab.service --help``)."""
         command = [sys.executable, "-m", "crashlab.service", "--dir", str(directory), "--port", "0",
-                   "--tracker", tracker, "--keys", keys, "--retention", repr(float(retention))]
+                   "--tracker", tracker, "--keys", keys, "--retention", repr(float(retention)), "--commit", commit]
+        command += ["--commit-points"] if steps else []
         ours, theirs = socket.socketpair() if control else (None, None)
         if theirs is not None:
             command += ["--control-fd", str(theirs.fileno())]
@@ -87,6 +91,12 @@ class ServiceProcess:
             "CRASHLAB_PERSON_URL": self.url + "/person",
             "CRASHLAB_MODEL_URL": self.url + "/model",
         }
+
+    def kill(self) -> None:
+        """SIGKILL the service: what it had not committed is gone, as with any process that dies."""
+        self.process.kill()
+        self.process.wait()
+        self.close()
 
     def reset(self) -> None:
         """Empty the service: records, keys, fences, counts, the clock's offset, the requests in flight."""

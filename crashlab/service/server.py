@@ -32,7 +32,7 @@ import uvicorn
 from crashlab.errors import BadInput
 from crashlab.service.app import build_app
 from crashlab.service.line import Line
-from crashlab.service.store import SERVICE_FILE, Store
+from crashlab.service.store import COMMITS, SERVICE_FILE, Store
 from crashlab.service.tracker import KEY_RULES, KeyRule, Service
 from crashlab.world.tracker import KEY_RETENTION, TRACKER_MODES, TrackerMode
 
@@ -54,6 +54,8 @@ class Settings:
     keys: str = "optional"
     retention: float = KEY_RETENTION
     control_fd: int | None = None
+    commit: str = "one-txn"
+    steps: bool = False
 
     def check(self) -> None:
         """Refuse, in one line, what cannot be served."""
@@ -67,6 +69,8 @@ class Settings:
             raise BadInput(f"unknown tracker {self.tracker!r} (valid: {', '.join(TRACKER_MODES)})")
         if self.keys not in KEY_RULES:
             raise BadInput(f"unknown --keys {self.keys!r} (valid: {', '.join(KEY_RULES)})")
+        if self.commit not in COMMITS:
+            raise BadInput(f"unknown --commit {self.commit!r} (valid: {', '.join(COMMITS)})")
         if not (math.isfinite(self.retention) and self.retention >= 0):
             raise BadInput(f"--retention {self.retention} is not a number of hours (0 or more)")
         if self.control_fd is not None:
@@ -161,7 +165,7 @@ def run(settings: Settings, store: Store, sock: socket.socket, announce: Callabl
 
     line = None if settings.control_fd is None else Line(settings.control_fd, closed)
     service = Service(store, cast(TrackerMode, settings.tracker), cast(KeyRule, settings.keys), settings.retention,
-                      line)
+                      line, settings.commit, settings.steps)
     config = uvicorn.Config(build_app(service, settings.host), log_config=None, log_level="warning",
                             access_log=False, lifespan="on", timeout_graceful_shutdown=GRACE)
     url = base_url(sock)
@@ -186,8 +190,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--keys", choices=KEY_RULES, default="optional")
     parser.add_argument("--retention", type=float, default=KEY_RETENTION, metavar="HOURS")
     parser.add_argument("--control-fd", type=int, metavar="N", help="the harness's end of the control line")
+    parser.add_argument("--commit", choices=COMMITS, default="one-txn",
+                        help="how a request is made durable: record and key in one transaction, then the answer "
+                             "(one-txn); the record, then the key (two-step); the answer, then the write (ack-first)")
+    parser.add_argument("--commit-points", action="store_true",
+                        help="pass the crash points applied and record-committed between a commit's steps")
     args = parser.parse_args(argv)
-    settings = Settings(args.dir, args.host, args.port, args.tracker, args.keys, args.retention, args.control_fd)
+    settings = Settings(args.dir, args.host, args.port, args.tracker, args.keys, args.retention, args.control_fd,
+                        args.commit, args.commit_points)
     try:
         return serve(settings, say_url)
     except BadInput as error:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
@@ -227,7 +226,31 @@ def one_txn(store: Store, change: Change) -> int:
     return number
 
 
-#: How a changing request is committed, by name. Only one order now; another (the record, then the
-#: key in a second transaction) is a function of the same shape, and a death between its two
-#: transactions is what it would let a sweep see.
-COMMITS: dict[str, Callable[[Store, Change], int]] = {"one-txn": one_txn}
+def record_only(store: Store, change: Change) -> int:
+    """The first of two steps: the record alone. A death before the second leaves it without its key."""
+    with store.transaction() as sql:
+        return store.add(sql, change)
+
+
+def key_only(store: Store, change: Change, number: int) -> None:
+    """The second of two steps: the key, and the response kept under it."""
+    if change.key is not None and change.keep is not None:
+        with store.transaction() as sql:
+            store.keep(sql, change.key, Kept(change.keep, 201, {"number": number}, change.made))
+
+
+def next_number(store: Store, change: Change) -> int:
+    """The number `change`'s record will get, written nowhere yet: what an answer sent before the commit says."""
+    sql = store.connection
+    if change.kind == "comment":
+        found = sql.execute("SELECT 1 FROM records WHERE kind = 'issue' AND number = ?", (change.issue,))
+        if found.fetchone() is None:
+            raise NoSuchIssue(change.issue)
+    (number,) = sql.execute("SELECT COUNT(*) + 1 FROM records WHERE kind = ?", (change.kind,)).fetchone()
+    return int(number)
+
+
+#: How a changing request is made durable, by name: ``one-txn`` commits the record and its key
+#: together, then answers; ``two-step`` commits the record, then the key; ``ack-first`` answers, and
+#: writes the request behind its answer, when the next request arrives.
+COMMITS = ("one-txn", "two-step", "ack-first")

@@ -25,7 +25,19 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
 from crashlab.service.line import Line
-from crashlab.service.store import COMMITS, COUNTS, Change, Kept, Kind, NoSuchIssue, Store
+from crashlab.service.store import (
+    COMMITS,
+    COUNTS,
+    Change,
+    Kept,
+    Kind,
+    NoSuchIssue,
+    Store,
+    key_only,
+    next_number,
+    one_txn,
+    record_only,
+)
 from crashlab.world.tracker import KEY_RETENTION, TrackerMode
 
 #: `--keys`: whether a changing request may come without an Idempotency-Key.
@@ -134,9 +146,14 @@ class Service:
     retention: float = KEY_RETENTION  # hours
     line: Line | None = None
     commit: str = "one-txn"
+    #: Whether the service passes its own crash points between the steps of a commit (``applied``,
+    #: ``record-committed``): a harness that lets a death there take the service too sees what it loses.
+    steps: bool = False
     #: The keys of the requests being processed now: added before the commit, removed once the
     #: answer is settled (after the control line's go), so a concurrent retry gets 409.
     in_flight: set[str] = field(default_factory=set)
+    #: An ack-first service's writes behind its answers: made when the next request arrives.
+    behind: list[Change] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if self.commit not in COMMITS:
@@ -176,6 +193,7 @@ class Service:
 
     async def _change(self, label: str, kind: Kind, issue: int | None, title: str | None, body: str, key: object,
                       request: str) -> Answer:
+        self.catch_up()
         if key is None and self.keys == "required":
             raise Refused(400, f"{label} needs an Idempotency-Key: this service runs with keys required")
         checked = None if key is None else valid_key(key)
@@ -189,7 +207,7 @@ class Service:
                                    "retry once it is answered")
             self.in_flight.add(honoured)
         try:
-            answer = self._apply(kind, issue, title, body, checked, request)
+            answer = await self._apply(kind, issue, title, body, checked, request)
             what = repr(title) if kind == "issue" else f"on #{issue}"
             detail = {"call": what, "key": checked, "applied": not answer.replayed,
                       "answer": answer.body.get("number"), "status": answer.status}
@@ -199,8 +217,8 @@ class Service:
                 self.in_flight.discard(honoured)
         return answer
 
-    def _apply(self, kind: Kind, issue: int | None, title: str | None, body: str, key: str | None,
-               request: str) -> Answer:
+    async def _apply(self, kind: Kind, issue: int | None, title: str | None, body: str, key: str | None,
+                     request: str) -> Answer:
         """Replay the response kept under `key`, or commit the record (and keep the key) as `commit` orders."""
         now = self.store.now()
         kept = None if key is None or self.tracker == "keyless" else self.live(key, now)
@@ -211,10 +229,33 @@ class Service:
             return Answer(kept.status, kept.answer, replayed=True)
         keep = request if key is not None and self.tracker != "keyless" and kept is None else None
         try:
-            number = COMMITS[self.commit](self.store, Change(kind, issue, title, body, key, keep, now))
+            number = await self._commit(Change(kind, issue, title, body, key, keep, now))
         except NoSuchIssue:
             raise Refused(404, f"there is no issue #{issue} to comment on") from None
         return Answer(201, {"number": number})
+
+    async def _commit(self, change: Change) -> int:
+        """Make `change` durable as `commit` orders, passing the service's crash points between its steps."""
+        await self.point("applied")  # in the service's memory only: nothing of it is durable yet
+        if self.commit == "ack-first":
+            number = next_number(self.store, change)
+            self.behind.append(change)
+            return number
+        if self.commit == "two-step":
+            number = record_only(self.store, change)
+            await self.point("record-committed")  # the record is durable, its key not yet
+            key_only(self.store, change, number)
+            return number
+        return one_txn(self.store, change)
+
+    async def point(self, label: str) -> None:
+        if self.steps:
+            await self.report("point", label, {})
+
+    def catch_up(self) -> None:
+        """An ack-first service writes what it answered before: as the next request arrives, or when asked."""
+        while self.behind:
+            one_txn(self.store, self.behind.pop(0))
 
     def live(self, key: str, now: float) -> Kept | None:
         """The response kept under `key`, unless it is older than the retention: then the key is forgotten."""
@@ -224,6 +265,7 @@ class Service:
     # Read-only requests: a search, and the lookup rung.
 
     async def search(self, query: object) -> Answer:
+        self.catch_up()
         if query is None:
             raise Refused(400, "a search needs a query: GET /search?q=TEXT")
         needle = text(query, "q").casefold()
@@ -233,6 +275,7 @@ class Service:
         return Answer(200, {"issues": [{"number": r.number, "title": r.title, "body": r.body} for r in found]})
 
     async def lookup(self, key: object) -> Answer:
+        self.catch_up()
         checked = valid_key(key)
         if self.tracker == "keyless":
             raise Refused(501, "a keyless service keeps no keys, so it has none to look up")
@@ -251,6 +294,7 @@ class Service:
 
     async def ask(self, payload: dict[str, Any]) -> Answer:
         """Did it happen? An issue with this title, or this comment on this issue: the truth, and one more ask."""
+        self.catch_up()
         if "title" not in payload and "issue" not in payload:
             raise Refused(400, "a question names an issue's title, or an issue and a comment's body")
         if "title" in payload:
@@ -286,10 +330,12 @@ class Service:
     # The harness's controls: no frames, no keys.
 
     def reset(self) -> None:
+        self.behind.clear()
         self.store.reset()
         self.in_flight.clear()
 
     def state(self) -> dict[str, Any]:
+        self.catch_up()  # the scenario is over and the service alive: what it answered, it writes
         counts = {name: self.store.count(name) for name in COUNTS}
         return {"records": [r.as_json() for r in self.store.records()], **counts}
 
