@@ -205,3 +205,17 @@ def test_a_fault_with_no_form_for_a_served_loop_is_refused_in_one_line(cli):
     assert (code, out) == (2, "")
     assert err.strip().endswith("--fault power-cut has no form yet for a loop whose tools call crashlab's service "
                                 "(those that have: crash, tracker-crash)")
+
+
+@pytest.mark.slow
+def test_a_restart_two_days_later_finds_the_services_key_forgotten_and_duplicates(cli):
+    code, out, _ = cli("sweep", "--loop", "examples/http_loop.py:keyed", "--effects", EFFECTS, "--depth", "1",
+                       "--fault", "expired-key", "--list", "dups", "--format", "json")
+    assert code == 0
+    assert [s["id"] for s in json.loads(out)] == [f"keyed+expired-key:{i}~2" for i in (1, 2, 4, 5, 7, 8)]
+
+
+def test_a_downtime_the_fault_does_not_have_is_refused_in_one_line(cli):
+    code, out, err = cli("explain", "keyed+expired-key:1~5", "--loop", "examples/http_loop.py:keyed",
+                         "--effects", EFFECTS)
+    assert (code, out) == (2, "") and "keyed+expired-key:1~5: its death 1 names no downtime" in err

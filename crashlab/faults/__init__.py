@@ -54,12 +54,15 @@ class Serving:
 
     `commit` is how it makes a request durable (``one-txn``, ``two-step``, ``ack-first``), `steps`
     whether it passes its crash points between a commit's steps, and `dies` whether every death of
-    the loop takes the service with it, which then restarts from what it committed.
+    the loop takes the service with it, which then restarts from what it committed. With
+    `downtimes`, each death leaves one state per downtime (its choice, ``I~S``): the service's clock
+    moves on by it before the restart.
     """
 
     commit: str = "one-txn"
     steps: bool = False
     dies: bool = False
+    downtimes: tuple[float, ...] = ()
 
 
 @dataclass(frozen=True)

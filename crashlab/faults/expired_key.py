@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 
 from crashlab.engine.death import Death, Left
-from crashlab.faults import Fault
+from crashlab.faults import Fault, Serving
 
 #: The downtimes before a restart, in hours: ~1 an hour, well within the 24 a keyed tracker keeps a
 #: key; ~2 two days, past it.
@@ -35,3 +35,7 @@ class ExpiredKey(Fault):
             now = world.hours + hours
             yield left.then(f"it starts {hours:g} h after the death: the world's clock reads {now:g} h", s,
                             replace(left.durable, world=replace(world, hours=now)))
+
+    def serve(self, serving: Serving) -> Serving:
+        """Between each death and its restart, the service's own clock moves on by each downtime in turn."""
+        return replace(serving, downtimes=DOWNTIMES)

@@ -32,7 +32,7 @@ import msgspec
 
 from crashlab.durable.state import Durable
 from crashlab.durable.store import FileStore
-from crashlab.engine.death import Choice, Left
+from crashlab.engine.death import Choice, Left, NoSuchChoice
 from crashlab.engine.points import Crash, Event, Recorder, Where, recording
 from crashlab.engine.run import Run
 from crashlab.engine.scenario import ScenarioRun, Setup, check_death, check_finished
@@ -118,7 +118,7 @@ class Forked:
         load = getattr(setup.variant.entry, "load", None)
         if load is not None:
             load()  # a framework, imported once here rather than in every child
-        points = Recorder(crashes, setup.id(crashes))
+        points = Recorder(crashes, setup.id(crashes, choices))
         directory = self.fresh()
         serving = setup.faults.serving() if setup.variant.service else None
         service = self.services.reset(setup.variant.tracker, serving) if serving is not None else None
@@ -132,6 +132,8 @@ class Forked:
             if service is None:
                 returned = live(setup, points, directory)
             else:
+                if serving is not None and serving.downtimes and points.process > 1:  # a restart, after a while
+                    service.advance(downtime(serving, choices, points.process - 1, points.scenario))
                 returned = live_served(setup, points, directory, service, serving is not None and serving.dies)
                 if not returned and serving is not None and serving.dies:  # the service dies with the loop
                     service.kill()
@@ -146,12 +148,24 @@ class Forked:
         store = FileStore(directory, points, sync="none")
         final = check_finished(points, store) if setup.variant.keeps_checkpoint else None
         one: list[Iterable[Left]] = [(Left(None),)]  # a crash's, the only state a death here leaves
+        if serving is not None and serving.downtimes:  # or one per downtime before the restart
+            one = [tuple(Left(None, f"it starts {hours:g} h after the death", (s,))
+                         for s, hours in enumerate(serving.downtimes, start=1))]
         deaths = [one for _ in points.points(points.process)] if watch else None
         return ScenarioRun(setup, crashes, (), points, world, store, final, True, start, None, (), deaths)
 
     def life(self, setup: Setup, start: Left | None, crashes: tuple[int, ...], choices: tuple[Choice, ...],
              watch: bool) -> ScenarioRun:
         raise NotImplementedError("the forked runner re-executes every scenario: it keeps no snapshot to start from")
+
+
+def downtime(serving: Serving, choices: tuple[Choice, ...], death: int, scenario: str) -> float:
+    """The hours between the `death`-th death and its restart, as the scenario's choice there names them."""
+    choice = choices[death - 1] if death <= len(choices) else ()
+    if len(choice) != 1 or not 1 <= choice[0] <= len(serving.downtimes):
+        raise NoSuchChoice(f"{scenario}: its death {death} names no downtime: give ~S, S from 1 to "
+                           f"{len(serving.downtimes)}, after its crash point")
+    return serving.downtimes[choice[0] - 1]
 
 
 class Services:
