@@ -84,6 +84,12 @@ def test_a_keyless_service_ignores_the_key_so_the_keyed_loop_duplicates(cli):
     assert code == 0 and row["dups"] == 6
 
 
+def test_several_entry_points_of_one_file_are_rows_of_one_table(cli):
+    code, out, _ = cli("sweep", "--loop", "examples/http_loop.py:plain,keyed", "--effects", EFFECTS, "--depth", "1",
+                       "--format", "json")
+    assert code == 0 and [(r["variant"], r["dups"]) for r in json.loads(out)] == [("plain", 6), ("keyed", 0)]
+
+
 def test_failures_are_told_as_windows_each_with_the_command_that_replays_it(cli):
     code, _, err = cli("sweep", "--loop", "examples/http_loop.py:plain", "--effects", EFFECTS, "--depth", "1")
     lines = err.splitlines()
@@ -127,6 +133,8 @@ def test_an_uninterrupted_run_that_does_not_make_each_effect_once_is_refused_in_
     (["--loop", "examples/nope.py:main", "--effects", EFFECTS], "no file 'examples/nope.py'"),
     (["--loop", "examples/http_loop.py:nope", "--effects", EFFECTS], "has no function 'nope' (its functions:"),
     (["--loop", "examples/http_loop.py:STEPS", "--effects", EFFECTS], "has no function 'STEPS'"),
+    (["--loop", "examples/http_loop.py:plain,plain", "--effects", EFFECTS], "plain is named twice"),
+    (["--loop", "examples/http_loop.py:plain,", "--effects", EFFECTS], "(ENTRY,ENTRY... for several)"),
     (["--loop", "examples/http_loop.py:plain"], "needs --effects FILE"),
     (["--loop", "examples/http_loop.py:plain", "--effects", "nope.yaml"], "--effects 'nope.yaml':"),
     (["--loop", "examples/http_loop.py:plain", "--effects", "README.md"], "not YAML at line"),
@@ -151,8 +159,8 @@ def test_a_loop_file_that_fails_to_import_is_named_with_its_error(cli, tmp_path)
 def test_a_loop_file_imports_its_siblings(tmp_path):
     (tmp_path / "sibling_steps.py").write_text("STEPS = [('A', 'One')]\n")
     (tmp_path / "uses_sibling.py").write_text("from sibling_steps import STEPS\ndef main():\n    return STEPS\n")
-    slug, entry = load(f"{tmp_path}/uses_sibling.py:main")
-    assert slug == "main" and entry() == [("A", "One")]
+    job, [(slug, entry)] = load(f"{tmp_path}/uses_sibling.py:main")
+    assert (job, slug, entry()) == ("uses-sibling", "main", [("A", "One")])
 
 
 @pytest.mark.slow
@@ -204,7 +212,7 @@ def test_a_fault_with_no_form_for_a_served_loop_is_refused_in_one_line(cli):
                          "power-cut")
     assert (code, out) == (2, "")
     assert err.strip().endswith("--fault power-cut has no form yet for a loop whose tools call crashlab's service "
-                                "(those that have: crash, tracker-crash)")
+                                "(those that have: crash, expired-key, tracker-crash)")
 
 
 @pytest.mark.slow
@@ -219,3 +227,18 @@ def test_a_downtime_the_fault_does_not_have_is_refused_in_one_line(cli):
     code, out, err = cli("explain", "keyed+expired-key:1~5", "--loop", "examples/http_loop.py:keyed",
                          "--effects", EFFECTS)
     assert (code, out) == (2, "") and "keyed+expired-key:1~5: its death 1 names no downtime" in err
+
+
+def test_a_restart_that_cannot_go_on_in_what_the_deaths_left_is_stuck_not_a_harness_error(cli):
+    """An ack-first service lost issue A with its death; the restart's comment on A is refused, and the loop
+    raises: that is the scenario's outcome, told in its story."""
+    code, out, _ = cli("explain", "plain+tracker-crash=ack-first:4:4", "--loop", "examples/http_loop.py:plain",
+                       "--effects", EFFECTS, "--format", "json")
+    told = json.loads(out)
+    assert code == 0 and told["verdict"]["stuck"].startswith("HTTPError: HTTP Error 404: Not Found")
+
+
+def test_a_loop_that_fails_in_its_uninterrupted_run_fails_the_sweep_in_one_line(cli, tmp_path):
+    (tmp_path / "failing.py").write_text("def main():\n    raise RuntimeError('no service configured')\n")
+    code, out, err = cli("sweep", "--loop", f"{tmp_path}/failing.py:main", "--effects", EFFECTS)
+    assert (code, out) == (3, "") and "main: process 1 failed: RuntimeError: no service configured" in err

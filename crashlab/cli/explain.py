@@ -7,7 +7,7 @@ import shutil
 
 import click
 
-from crashlab.cli.options import check_handles, job_option, open_job, your_setup
+from crashlab.cli.options import check_handles, job_option, open_job, your_setups
 from crashlab.engine.scenario import ScenarioError, Setup
 from crashlab.errors import BadInput
 from crashlab.job import shown
@@ -37,8 +37,8 @@ def explain(scenario: str, job_spec: str, loop: str | None, effects_file: str | 
     examples/http_loop.yaml`.
     """
     if loop is not None:
-        setup = your_setup(loop, effects_file, tracker, None)
-        run, calls = stories.find_scenario(scenario, setup.job, {setup.variant.slug: setup.variant})
+        setups = your_setups(loop, effects_file, tracker, None)
+        run, calls = stories.find_scenario(scenario, setups[0].job, {s.variant.slug: s.variant for s in setups})
     elif effects_file is not None or tracker is not None:
         raise BadInput("--effects and --tracker belong to a loop of yours: give --loop FILE.py:ENTRY too")
     else:

@@ -73,19 +73,19 @@ def variant_options(command: Callable[..., Any]) -> Callable[..., Any]:
     )(command)
 
 
-def your_setup(loop: str, effects_file: str | None, tracker: str | None, variant: str | None) -> Setup:
+def your_setups(loop: str, effects_file: str | None, tracker: str | None, variant: str | None) -> list[Setup]:
     """`--loop FILE.py:ENTRY --effects FILE`: your loop against the service, the tracker mode `--tracker` names."""
     if effects_file is None:
         raise BadInput(f"--loop {loop} needs --effects FILE: what it means to do once each, by what it is "
                        "(A: {issue: TITLE}, C: {comment: A})")
     if variant is not None:
-        raise BadInput(f"--variant names crashlab's variants; --loop {loop} is one loop of its own (drop --variant)")
+        raise BadInput(f"--variant names crashlab's variants; --loop {loop} names your entry points (drop --variant)")
     if tracker is not None and tracker not in TRACKER_MODES:
         raise BadInput(f"--tracker for a loop of yours is the service's one mode: {shown(tracker)} is none of "
                        f"{', '.join(TRACKER_MODES)}")
-    slug, entry = yours.load(loop)
+    job, entries = yours.load(loop)
     effects = yours.read_effects(effects_file)
-    return yours.setup(entry, effects, name=slug, tracker=tracker or "keyed")
+    return [yours.setup(entry, effects, name=slug, tracker=tracker or "keyed", job=job) for slug, entry in entries]
 
 
 def choose(job_spec: str, loop: str | None, variant: str | None, tracker: str | None,
@@ -94,8 +94,8 @@ def choose(job_spec: str, loop: str | None, variant: str | None, tracker: str | 
     if loop is not None and yours.is_yours(loop):
         if click.get_current_context().get_parameter_source("job_spec") is not click.core.ParameterSource.DEFAULT:
             raise BadInput(f"--loop {loop} is its own script: --job gives crashlab's loops theirs (drop --job)")
-        setup = your_setup(loop, effects_file, tracker, variant)
-        return setup.job, [setup.variant]
+        setups = your_setups(loop, effects_file, tracker, variant)
+        return setups[0].job, [s.variant for s in setups]
     if effects_file is not None:
         raise BadInput("--effects belongs to a loop of yours (--loop FILE.py:ENTRY); crashlab's loops take their "
                        "effects from the job")

@@ -29,7 +29,7 @@ from crashlab.engine.sweep import sweep_all
 from crashlab.engine.tree import Row, VariantSweep
 from crashlab.engine.variant import Variant
 from crashlab.errors import BadInput, CheckFailed
-from crashlab.faults import every_setting
+from crashlab.faults import every_setting, servable
 from crashlab.job import Job
 from crashlab.loops import VARIANTS
 from crashlab.report import golden, matrix, tables
@@ -209,6 +209,8 @@ def every_fault(variants: list[Variant], job: Job, spec: RunnerSpec, depth: int,
     """`sweep --fault all`: each fault at each of its settings, a table each, then the matrix of worst outcomes."""
     check_handles(job, variants)
     settings = every_setting()
+    if any(v.service for v in variants):  # a loop that calls the service: the faults that reach it
+        settings = [faults for faults in settings if {f.slug for f in faults.members} <= set(servable())]
     for faults in settings:
         for variant in variants:
             check_runs(Setup(variant, job, faults), spec)

@@ -28,28 +28,36 @@ from crashlab.job import Job, Turn, shown
 from crashlab.runners.served import takes_run
 from crashlab.world import TRACKER_MODES, TrackerMode
 
-#: What `--loop` takes for a loop of yours: a file or a module, a colon, and the entry point's name.
-SPEC = re.compile(r"(?P<where>[^:]+):(?P<attr>[A-Za-z_][A-Za-z0-9_]*)")
+#: What `--loop` takes for a loop of yours: a file or a module, a colon, and the entry points' names.
+SPEC = re.compile(r"(?P<where>[^:]+):(?P<attrs>[A-Za-z_][A-Za-z0-9_]*(?:,[A-Za-z_][A-Za-z0-9_]*)*)")
 
 
 def is_yours(spec: str) -> bool:
     return ":" in spec
 
 
-def load(spec: str) -> tuple[str, Entry]:
-    """The entry point `spec` names, and the slug its scenarios are named by (its name, dashed)."""
+def load(spec: str) -> tuple[str, list[tuple[str, Entry]]]:
+    """The entry points `spec` names (``FILE.py:plain,keyed``), each with the slug its scenarios are named
+    by (its name, dashed), and the name of the job they run (the file's or module's, dashed)."""
     match = SPEC.fullmatch(spec)
     if match is None:
-        raise BadInput(f"--loop {shown(spec)}: a loop of yours is FILE.py:ENTRY or MODULE:ENTRY, "
-                       "e.g. examples/http_loop.py:keyed")
-    where, attr = match["where"], match["attr"]
+        raise BadInput(f"--loop {shown(spec)}: a loop of yours is FILE.py:ENTRY or MODULE:ENTRY (ENTRY,ENTRY... "
+                       "for several), e.g. examples/http_loop.py:plain,keyed")
+    where, attrs = match["where"], match["attrs"].split(",")
     module = _import(where)
-    entry = getattr(module, attr, None)
-    if not callable(entry):
-        found = sorted(n for n, v in vars(module).items() if callable(v) and not n.startswith("_")
-                       and getattr(v, "__module__", None) == module.__name__)
-        raise BadInput(f"--loop {spec}: {where} has no function {attr!r} (its functions: {', '.join(found) or 'none'})")
-    return attr.lower().replace("_", "-"), entry
+    entries = []
+    for k, attr in enumerate(attrs):
+        entry = getattr(module, attr, None)
+        if not callable(entry):
+            found = sorted(n for n, v in vars(module).items() if callable(v) and not n.startswith("_")
+                           and getattr(v, "__module__", None) == module.__name__)
+            raise BadInput(f"--loop {spec}: {where} has no function {attr!r} (its functions: "
+                           f"{', '.join(found) or 'none'})")
+        if attr in attrs[:k]:
+            raise BadInput(f"--loop {spec}: {attr} is named twice")
+        entries.append((attr.lower().replace("_", "-"), entry))
+    stem = Path(where).stem if where.endswith(".py") else where.rpartition(".")[2]
+    return stem.lower().replace("_", "-"), entries
 
 
 def _bare(entry: Callable[[], object], run: Run) -> object:
@@ -99,7 +107,7 @@ def read_effects(path: str) -> tuple[Effect, ...]:
 
 
 def setup(entry: Entry, effects: Iterable[str] | Mapping[str, Any] | Iterable[Effect], *, name: str = "loop",
-          tracker: TrackerMode = "keyed") -> Setup:
+          tracker: TrackerMode = "keyed", job: str | None = None) -> Setup:
     """Your loop as crashlab runs it: a variant of its own, on a job of no turns (your loop is its own script).
 
     `effects` are what it means to do, once each: the effects by what they are (a mapping, as the
@@ -127,4 +135,5 @@ def setup(entry: Entry, effects: Iterable[str] | Mapping[str, Any] | Iterable[Ef
     entry = entry if takes_run(entry) else partial(_bare, cast(Callable[[], object], entry))
     variant = Variant(name, name, name, entry, tracker=tracker, table="loop", runners=frozenset({"forked"}),
                       keeps_checkpoint=False, effects=names, service=served)
-    return Setup(variant, Job(name, f"{name}-run-1", (Turn(answer="done"),), source=name))
+    job = job or name
+    return Setup(variant, Job(job, f"{job}-run-1", (Turn(answer="done"),), source=job))

@@ -154,6 +154,10 @@ def note(event: Event, faults: Faults = Faults()) -> str:
         decided = "approved" if d["approved"] else "refused"
         how = "the person decides" if d["decided_now"] else "the desk remembers the decision by key, asks nobody"
         return f"approval desk: {d['call']} {decided} ({how})"
+    if event.kind == "refused":
+        return f"the service REFUSES {event.label}: {d.get('status')}"
+    if event.kind == "failed":
+        return f"the process FAILS: {event.label}"
     if event.kind == "transport-error":
         return f"the {event.label} server DIES after handling {d['call']}: the outcome is unknown"
     if event.kind == "retry":
@@ -230,7 +234,9 @@ def story(run: ScenarioRun, baseline_calls: int) -> dict[str, Any]:
         found = loads[0].detail["data"] if loads else None
         told = lines(events, setup.faults)
         if process == run.points.process and run.stuck:
-            told.append(f"      STUCK: it cannot read its checkpoint, and will not start afresh: {run.stuck}")
+            why = "it cannot read its checkpoint, and will not start afresh" if run.setup.variant.keeps_checkpoint \
+                else "it cannot go on in the world its deaths left"
+            told.append(f"      STUCK: {why}: {run.stuck}")
         elif found is not None and Checkpoint.from_json(found).finished:
             told.append("      the run is finished: the process exits at once")
         left = run.left[process - 2] if 2 <= process <= len(run.left) + 1 else None

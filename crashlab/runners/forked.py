@@ -39,7 +39,7 @@ from crashlab.engine.scenario import ScenarioRun, Setup, check_death, check_fini
 from crashlab.engine.variant import RunnerKind
 from crashlab.errors import HarnessError
 from crashlab.faults import Serving
-from crashlab.runners.served import live_served, served_world
+from crashlab.runners.served import LoopFailed, live_served, served_world
 from crashlab.service.process import ServiceProcess
 from crashlab.world import World, WorldState
 from crashlab.world.sqlite import TRACKER_FILE, Database, PersonFactory, SqlitePerson, open_world, world_in
@@ -126,7 +126,7 @@ class Forked:
         def world_now() -> WorldState:
             return read_world(directory, setup) if service is None else served_world(setup, service.state())
 
-        start = None
+        start, stuck = None, None
         for _ in range(len(crashes) + 1):
             points.start_process()
             if service is None:
@@ -134,7 +134,14 @@ class Forked:
             else:
                 if serving is not None and serving.downtimes and points.process > 1:  # a restart, after a while
                     service.advance(downtime(serving, choices, points.process - 1, points.scenario))
-                returned = live_served(setup, points, directory, service, serving is not None and serving.dies)
+                try:
+                    returned = live_served(setup, points, directory, service, serving is not None and serving.dies)
+                except LoopFailed as failed:
+                    if not crashes or points.process <= len(crashes):  # it fails by itself, or before its point
+                        raise
+                    stuck = failed.why  # a restart that cannot go on in what the deaths left: the scenario's outcome
+                    points.note("failed", failed.why)
+                    break
                 if not returned and serving is not None and serving.dies:  # the service dies with the loop
                     service.kill()
                     service = self.services.restart(setup.variant.tracker, serving)
@@ -152,7 +159,8 @@ class Forked:
             one = [tuple(Left(None, f"it starts {hours:g} h after the death", (s,))
                          for s, hours in enumerate(serving.downtimes, start=1))]
         deaths = [one for _ in points.points(points.process)] if watch else None
-        return ScenarioRun(setup, crashes, (), points, world, store, final, True, start, None, (), deaths)
+        return ScenarioRun(setup, crashes, choices, points, world, store, final, stuck is None, start, stuck, (),
+                           deaths)
 
     def life(self, setup: Setup, start: Left | None, crashes: tuple[int, ...], choices: tuple[Choice, ...],
              watch: bool) -> ScenarioRun:

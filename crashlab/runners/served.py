@@ -135,6 +135,15 @@ def _receive(loop: socket.socket, scenario: str, pid: int) -> dict[str, Any]:
                            "else?") from None
 
 
+class LoopFailed(HarnessError):
+    """A process of the loop ended with an error: a restart that cannot go on in the world its deaths left
+    is stuck, which a sweep counts; a loop that fails by itself is broken, which fails the sweep."""
+
+    def __init__(self, scenario: str, why: str):
+        super().__init__(f"{scenario} failed: {why}")
+        self.why = why
+
+
 def _ended(message: dict[str, Any], points: Recorder, pid: int, scenario: str) -> bool:
     if points.dead is not None:
         return False
@@ -142,7 +151,9 @@ def _ended(message: dict[str, Any], points: Recorder, pid: int, scenario: str) -
     ended = message.get("ended")
     if ended == "returned" and os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0:
         return True
-    raise HarnessError(f"{scenario} failed: {ended or f'wait status {status}'}")
+    if ended:
+        raise LoopFailed(scenario, str(ended))
+    raise HarnessError(f"{scenario} failed: wait status {status}")
 
 
 def kill(pid: int) -> None:
