@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from crashlab.check.effects import Effect
+from crashlab.check.outcome import COUNT_KEYS
 from crashlab.engine.points import named
 from crashlab.engine.run import Entry, Run
 from crashlab.engine.scenario import ScenarioResult, Setup
@@ -31,6 +32,7 @@ from crashlab.engine.tree import Row, VariantSweep
 from crashlab.errors import BadInput
 from crashlab.loops import yours
 from crashlab.report.story import find_scenario, render, story
+from crashlab.report.tables import columns_for, records
 from crashlab.report.windows import describe, windows
 from crashlab.runners import RunnerSpec
 from crashlab.world import TrackerMode
@@ -52,6 +54,7 @@ class Swept:
     """A sweep of your loop: every scenario, and the table's sums over them (flaky ones counted apart)."""
 
     sweep: VariantSweep
+    depth: int = 1
 
     @property
     def name(self) -> str:
@@ -92,6 +95,20 @@ class Swept:
         row = self.row()
         return not (row.dups or row.missing or row.wrong or row.orphans or row.stuck or row.flaky)
 
+    def record(self) -> dict[str, Any]:
+        """The row as data: what `crashlab sweep --format json` prints for this loop, field for field."""
+        row = self.row()
+        table = self.sweep.setup.variant.table
+        columns = columns_for([table], self.depth, row.uncrashed > 0, row.faults != "crash")
+        return records([row], columns)[0]
+
+    def report(self) -> str:
+        """What a failing test prints: the counts, then each window of failures with the call that replays it."""
+        counts = ", ".join(f"{key} {value}" for key, value in self.record().items()
+                           if key in COUNT_KEYS and value)
+        return "\n".join([f"{self.name}: {self.row().scenarios} scenarios; {counts or 'nothing failed'}",
+                          *self.failures()])
+
     def failures(self) -> list[str]:
         """A line for each window of failing scenarios (consecutive crash points of one process, after the same
         earlier deaths, that fail the same way), with the call that replays its first: what a test prints."""
@@ -116,7 +133,7 @@ def sweep(entry: Entry, effects: Effects, *, name: str = "loop", tracker: Tracke
         raise BadInput("depth, repeat, baselines and workers must be at least 1")
     setup = loop(entry, effects, name=name, tracker=tracker)
     return Swept(sweep_setup(setup, RunnerSpec("forked"), depth=depth, share=False, workers=workers, repeat=repeat,
-                             strays_fail=False, baselines=baselines))
+                             strays_fail=False, baselines=baselines), depth)
 
 
 def explain(entry: Entry, effects: Effects, scenario: str, *, name: str | None = None,

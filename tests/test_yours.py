@@ -242,3 +242,17 @@ def test_a_loop_that_fails_in_its_uninterrupted_run_fails_the_sweep_in_one_line(
     (tmp_path / "failing.py").write_text("def main():\n    raise RuntimeError('no service configured')\n")
     code, out, err = cli("sweep", "--loop", f"{tmp_path}/failing.py:main", "--effects", EFFECTS)
     assert (code, out) == (3, "") and "main: process 1 failed: RuntimeError: no service configured" in err
+
+
+def test_the_fixture_returns_the_clis_row_and_a_failing_test_prints_the_windows(cli, crash_sweep):
+    from examples import http_loop
+
+    effects = {"A": {"issue": "Login fails on Safari"}, "B": {"issue": "Export times out"}, "C": {"comment": "A"}}
+    result = crash_sweep(http_loop.plain, effects, name="plain", depth=1)
+    code, out, _ = cli("sweep", "--loop", "examples/http_loop.py:plain", "--effects", EFFECTS, "--depth", "1",
+                       "--format", "json")
+    assert code == 0 and [result.record()] == json.loads(out)
+    report = result.report().splitlines()
+    assert not result.ok and report[0] == "plain: 9 scenarios; with_dups 6, dups 6"
+    assert report[1].startswith("A made twice when the process dies anywhere from `accepted#1` to `answered#1`")
+    assert len(report) == 4
