@@ -16,14 +16,18 @@ $(INSTALLED): pyproject.toml
 # The book's table, checked against the golden file, with every scenario written to results/; then
 # the agent's own loop against every tracker, on the triage job and the two harder ones, each
 # checked against its golden file; every fault at each of its settings, with the matrix of worst
-# outcomes and its picture (results/faults/); and the pictures of both sweeps. Every file it writes
-# is the same on every run, so a sweep of an unchanged checkout leaves git with nothing to commit.
+# outcomes and its picture (results/faults/); the HTTP loop of examples/ against crashlab's service,
+# under every fault that reaches the service (results/examples/); and the pictures of both sweeps.
+# Every file it writes is the same on every run, so a sweep of an unchanged checkout leaves git with
+# nothing to commit.
 sweep: $(INSTALLED)
 	$(BIN)/crashlab sweep --variant all --check results/book.txt --out results
 	$(BIN)/crashlab sweep --loop agent --tracker all --check results/agent/golden.txt --out results/agent
 	$(BIN)/crashlab sweep --loop agent --job server-dies --check results/agent/server-dies.txt > /dev/null
 	$(BIN)/crashlab sweep --loop agent --job approval --check results/agent/approval.txt > /dev/null
 	$(BIN)/crashlab sweep --fault all --out results/faults > /dev/null
+	$(BIN)/crashlab sweep --loop examples/http_loop.py:plain,keyed --effects examples/http_loop.yaml --fault all \
+		--out results/examples > /dev/null
 	$(BIN)/crashlab plot --out results/sweep.png
 	$(BIN)/crashlab plot --loop agent --out results/agent/sweep.png
 

@@ -77,3 +77,23 @@ def test_effects_that_cannot_be_told_apart_or_found_are_refused_in_one_line(spec
     with pytest.raises(BadInput, match=says) as refused:
         effects_of(spec)
     assert "\n" not in str(refused.value)
+
+
+def test_a_jobs_changing_calls_are_effects_by_what_each_makes(triage):
+    from crashlab.check.effects import of_job
+
+    assert of_job(triage) == (
+        Effect("A", title="Login fails on Safari"),
+        Effect("B", title="Export times out"),
+        Effect("C", on="A", body="Same root cause as the session-cookie bug; see search."),
+    )
+
+
+def test_a_job_whose_comment_names_a_literal_issue_cannot_be_recognised_at_the_service():
+    from crashlab.check.effects import of_job
+    from crashlab.job import Call, Job, Turn
+
+    job = Job("j", "j-1", (Turn((Call("A", "create_issue", {"title": "x", "body": ""}),
+                                 Call("C", "comment", {"issue": 1, "body": "y"}))), Turn(answer="done")))
+    with pytest.raises(BadInput, match="call C comments on issue 1: against the service a comment names its issue"):
+        of_job(job)

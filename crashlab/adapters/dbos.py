@@ -5,9 +5,10 @@ What a DBOS user writes: a `@DBOS.workflow()` that runs the job's calls in order
 the process launches DBOS again, which recovers the pending workflow from its recorded steps, and
 waits for it. A step runs at least once: if the process dies after the step's effect and before
 DBOS recorded its output, recovery runs it again. The keyed variant sends a key made of DBOS's own
-durable IDs, the workflow ID and the step ID.
+durable IDs, the workflow ID and the step ID. The steps call crashlab's service over plain HTTP
+(`crashlab.adapters.http`), which recognises the job's effects by what they are.
 
-Crash points, besides the tracker's own ``accepted`` (inside the step, after the commit, before
+Crash points, besides the service's own ``accepted`` (inside the step, after the commit, before
 DBOS records the output): ``step`` just before each step and ``step-recorded`` just after it
 returned to the workflow. Only this module imports DBOS.
 """
@@ -19,6 +20,7 @@ from typing import Any
 from dbos import DBOS, SetWorkflowID
 
 import crashlab
+from crashlab.adapters import http
 from crashlab.engine.run import Run
 
 WORKFLOW = "triage-workflow"
@@ -29,13 +31,12 @@ _now: dict[str, Any] = {}
 
 @DBOS.step()
 def tool_step(call_id: str, tool: str, args: dict[str, Any]) -> Any:
-    tracker, keyed = _now["run"].tracker, _now["keyed"]
-    key = f"{DBOS.workflow_id}:{DBOS.step_id}" if keyed else None
+    key = f"{DBOS.workflow_id}:{DBOS.step_id}" if _now["keyed"] else None
     if tool == "create_issue":
-        return tracker.create_issue(call_id, args["title"], args["body"], key=key)
+        return http.create_issue(args["title"], args["body"], key=key)
     if tool == "comment":
-        return tracker.comment(call_id, args["issue"], args["body"], key=key)
-    return tracker.search(args["query"])
+        return http.comment(args["issue"], args["body"], key=key)
+    return http.search(args["query"])
 
 
 @DBOS.workflow()

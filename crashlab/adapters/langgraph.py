@@ -4,10 +4,11 @@ The agent is what a LangGraph user writes: `create_react_agent` with a chat mode
 and a file-backed `SqliteSaver`. The model is scripted (a `BaseChatModel` whose reply is the job's
 turn k when the conversation holds k model messages, with the job's call IDs as tool-call IDs, and
 ``$A`` resolved from A's tool message), so it runs offline and repeats itself. The tools talk to
-the tracker of `run.tracker`; the keyed variant sends a key made of LangGraph's own durable IDs, the
-thread ID and the tool-call ID.
+crashlab's service over plain HTTP (`crashlab.adapters.http`), which recognises the job's effects by
+what they are; the keyed variant sends a key made of LangGraph's own durable IDs, the thread ID and
+the tool-call ID.
 
-Crash points, besides the tracker's own ``accepted``: before and after the model's reply, and
+Crash points, besides the service's own ``accepted``: before and after the model's reply, and
 before and after each checkpoint write (``put``, ``put_writes``). A raised exception is not a
 death here (checkpoint writes can run on a background executor, and a parallel tool's error is
 saved as a result), so these points only mean anything under a real SIGKILL. The graph runs with
@@ -31,6 +32,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.prebuilt import create_react_agent
 
 import crashlab
+from crashlab.adapters import http
 from crashlab.engine.run import Run
 from crashlab.job import Job
 
@@ -84,8 +86,8 @@ class KilledSaver(SqliteSaver):
         crashlab.point("put-writes-done")
 
 
-def tools(run: Run, keyed: bool) -> list:
-    """The job's tools over `run.tracker`; keyed, each changing request carries thread and tool-call ID."""
+def tools(keyed: bool) -> list:
+    """The job's tools, over HTTP; keyed, each changing request carries thread and tool-call ID."""
 
     def key(call_id: str) -> str | None:
         return f"{THREAD}:{call_id}" if keyed else None
@@ -93,17 +95,17 @@ def tools(run: Run, keyed: bool) -> list:
     @tool
     def create_issue(title: str, body: str, tool_call_id: Annotated[str, InjectedToolCallId]) -> int:
         """File an issue; its number."""
-        return run.tracker.create_issue(tool_call_id, title, body, key=key(tool_call_id))
+        return http.create_issue(title, body, key=key(tool_call_id))
 
     @tool
     def comment(issue: int, body: str, tool_call_id: Annotated[str, InjectedToolCallId]) -> int:
         """Comment on an issue; the comment's number."""
-        return run.tracker.comment(tool_call_id, issue, body, key=key(tool_call_id))
+        return http.comment(issue, body, key=key(tool_call_id))
 
     @tool
     def search(query: str) -> list[int]:
         """The issues that mention `query`."""
-        return run.tracker.search(query)
+        return http.search(query)
 
     return [create_issue, comment, search]
 
@@ -134,7 +136,7 @@ def entry(slug: str, run: Run) -> None:
     assert run.directory is not None, "LangGraph runs only forked, in a run directory"
     connection = sqlite3.connect(run.directory / "graph.sqlite", check_same_thread=False)
     try:
-        graph = create_react_agent(ScriptedModel(job=job), tools(run, setting.keyed),
+        graph = create_react_agent(ScriptedModel(job=job), tools(setting.keyed),
                                    checkpointer=KilledSaver(connection), version=setting.version)
         config: RunnableConfig = {"configurable": {"thread_id": THREAD}, "max_concurrency": 1}
         started = graph.get_state(config).values

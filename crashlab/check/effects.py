@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from crashlab.errors import BadInput
-from crashlab.job import shown
+from crashlab.job import Job, shown
 from crashlab.world import Record
 
 
@@ -95,6 +95,22 @@ def check(effects: Iterable[Effect], where: str = "effects") -> None:
             raise BadInput(f"{where}: {seen[same]} and {effect.name} would leave the same record: a record "
                            "must tell which effect it is (give each comment on one issue its own body)")
         seen[same] = effect.name
+
+
+def of_job(job: Job) -> tuple[Effect, ...]:
+    """A job's changing calls by what each makes: the issue with its title, the comment with its body on the
+    issue of the call it names (``issue: $A``). A comment on a literal issue number is no effect's."""
+    effects = []
+    for call in job.changing_calls:
+        if call.tool == "create_issue":
+            effects.append(Effect(call.id, title=str(call.args["title"])))
+        elif call.ref is not None:
+            effects.append(Effect(call.id, on=call.ref, body=str(call.args["body"])))
+        else:
+            raise BadInput(f"{job.source}: call {call.id} comments on issue {call.args.get('issue')!r}: against the "
+                           "service a comment names its issue by the call that filed it ($A)")
+    check(effects, job.source)
+    return tuple(effects)
 
 
 def attribute(records: Iterable[Record], effects: Iterable[Effect]) -> tuple[Record, ...]:

@@ -128,7 +128,7 @@ def sweep(job_spec: str, loop: str | None, variant: str | None, tracker: str | N
     else:
         formats = {"table": tables.table, "json": tables.to_json, "csv": tables.to_csv}
         click.echo(formats[fmt](rows, columns).rstrip("\n"))
-        if any(v.service for v in variants):
+        if any(v.calls_service for v in variants):
             echo_windows(every_scenario(sweeps), explaining)
     if out is not None:
         click.echo(f"wrote {sum(r.scenarios for r in rows)} scenarios and the table to {out}/", err=True)
@@ -209,7 +209,7 @@ def every_fault(variants: list[Variant], job: Job, spec: RunnerSpec, depth: int,
     """`sweep --fault all`: each fault at each of its settings, a table each, then the matrix of worst outcomes."""
     check_handles(job, variants)
     settings = every_setting()
-    if any(v.service for v in variants):  # a loop that calls the service: the faults that reach it
+    if any(v.calls_service for v in variants):  # a loop that calls the service: the faults that reach it
         settings = [faults for faults in settings if {f.slug for f in faults.members} <= set(servable())]
     for faults in settings:
         for variant in variants:

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from crashlab.check.effects import Effect
+from crashlab.check.effects import Effect, of_job
 from crashlab.engine.run import Entry
 from crashlab.job import Call, Job
 from crashlab.world import DeskMode, TrackerMode
@@ -54,10 +54,20 @@ class Variant:
     in_all: bool = True  # one of its family's variants that `--variant all` names
     effects: tuple[str, ...] | None = None  # what it means to do once each, if not the job's changing calls
     #: A loop whose tools call crashlab's service (`crashlab.service`): the effects it means, by what they
-    #: are. Empty for a loop that acts through `run.world`.
+    #: are. Empty for a loop that acts through `run.world`, or whose effects are its job's (`serves_job`).
     service: tuple[Effect, ...] = ()
+    serves_job: bool = False  # its tools call the service to make the job's calls (a framework's loop)
     refuses: Callable[[Job], str | None] = accepts_every_job  # why it cannot run a job, or None
     extra: str = ""  # the pip extra its framework comes in, if it has one
+
+    @property
+    def calls_service(self) -> bool:
+        """Whether its tools call crashlab's service, which a sweep then starts for it."""
+        return bool(self.service) or self.serves_job
+
+    def recognised(self, job: Job) -> tuple[Effect, ...]:
+        """The effects the service's records are recognised as: declared, or the job's calls by what they make."""
+        return self.service or of_job(job)
 
     def intended(self, job: Job) -> tuple[Call, ...]:
         """The effects the run means to have, each exactly once."""

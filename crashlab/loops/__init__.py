@@ -49,7 +49,7 @@ def _agent(agent: Agent) -> Variant:
 
 def _framework(framework: str, slug: str, name: str) -> Variant:
     return Variant(slug, name, framework, Adapter(framework, slug), table="loop", runners=frozenset({"forked"}),
-                   keeps_checkpoint=False, extra=f"crashlab[{framework}]")
+                   keeps_checkpoint=False, extra=f"crashlab[{framework}]", serves_job=True)
 
 
 #: The rows of LangGraph's table: the agent as a user writes it, the same with keys made of

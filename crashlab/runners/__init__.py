@@ -80,7 +80,7 @@ def check_runs(setup: Setup, spec: RunnerSpec) -> None:
         why = " (a framework catches, retries or saves a raised exception, so only SIGKILL is a death there)" \
             if variant.extra else ""
         raise BadInput(f"{variant.slug} runs only under {only}{why}")
-    if variant.service:  # its world is crashlab's service, and a fault breaks the service, not a world in memory
+    if variant.calls_service:  # its world is crashlab's service, and a fault breaks the service, not a world in memory
         faults.serving()
         return
     missing = faults.needs - spec.offers

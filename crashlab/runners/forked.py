@@ -120,7 +120,7 @@ class Forked:
             load()  # a framework, imported once here rather than in every child
         points = Recorder(crashes, setup.id(crashes, choices))
         directory = self.fresh()
-        serving = setup.faults.serving() if setup.variant.service else None
+        serving = setup.faults.serving() if setup.variant.calls_service else None
         service = self.services.reset(setup.variant.tracker, serving) if serving is not None else None
 
         def world_now() -> WorldState:

@@ -186,8 +186,9 @@ def served_world(setup: Setup, state: Mapping[str, Any]) -> WorldState:
     records = [Record(r["kind"], r["number"], "", r["key"], r["issue"],
                       f"{r['title']}\n{r['body']}" if r["kind"] == "issue" else r["body"])
                for r in state["records"]]
-    return WorldState(attribute(records, setup.variant.service), (), (), (), state["asks"], state["approvals"], (),
-                      (), state["model_calls"], ())
+    effects = setup.variant.recognised(setup.job)
+    return WorldState(attribute(records, effects), (), (), (), state["asks"], state["approvals"], (), (),
+                      state["model_calls"], ())
 
 
 def takes_run(entry: Callable[..., object]) -> bool:
