@@ -3,7 +3,8 @@
 It files two issues and comments on the first, keeping its progress in a JSON file that it replaces
 atomically (write, fsync, rename, fsync the folder) after each step. ``plain`` sends its requests as
 they are; ``keyed`` sends each with an ``Idempotency-Key`` made of its run ID and the step, so a
-retry after a crash is answered, not applied again. The run ID is saved before any request
+retry after a crash is answered, not applied again; ``ladder`` also saves an attempt marker before
+each request, and settles a marker with no result on the resolution ladder. The run ID is saved before any request
 carries it: a key must be the same in every process of the run.
 
 Sweep it against crashlab's service, every process killed for real at every point::
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import urllib.error
 import urllib.request
 import uuid
 from pathlib import Path
@@ -36,15 +38,23 @@ STEPS = [
 ]
 
 
-def post(path: str, payload: dict, key: str | None) -> int:
-    """POST JSON to the service; the new record's number."""
+def call(url: str, payload: dict | None = None, key: str | None = None) -> dict:
+    """One JSON request (a POST when it has a payload); the answer, or urllib's HTTPError."""
     headers = {"Content-Type": "application/json"}
     if key is not None:
         headers["Idempotency-Key"] = key
-    url = os.environ.get("CRASHLAB_TRACKER_URL", "http://127.0.0.1:8000") + path
-    request = urllib.request.Request(url, json.dumps(payload).encode(), headers, method="POST")
-    with urllib.request.urlopen(request, timeout=30) as response:
-        return json.load(response)["number"]
+    data = None if payload is None else json.dumps(payload).encode()
+    with urllib.request.urlopen(urllib.request.Request(url, data, headers), timeout=30) as response:
+        return json.load(response)
+
+
+def service() -> str:
+    return os.environ.get("CRASHLAB_TRACKER_URL", "http://127.0.0.1:8000")
+
+
+def post(path: str, payload: dict, key: str | None) -> int:
+    """POST JSON to the service; the new record's number."""
+    return call(service() + path, payload, key)["number"]
 
 
 def save(path: Path, progress: dict) -> None:
@@ -79,6 +89,57 @@ def triage(keyed: bool) -> None:
         if step in done:
             continue
         key = f"{progress['run']}:{step}" if keyed else None
+        if kind == "issue":
+            done[step] = post("/issues", {"title": text, "body": ""}, key)
+        else:
+            done[step] = post(f"/issues/{done['A']}/comments", {"body": text}, key)
+        point("answered")
+        save(saved, progress)
+        point("saved")
+
+
+def settle(step: str, kind: str, text: str, key: str, done: dict) -> int | None:
+    """The resolution ladder for a step with a marker and no result: did its request happen?
+
+    Ask the service first (the lookup rung: the first answer kept under the key); a service that
+    keeps no keys answers 501, and then a person is asked. None: it did not happen, send it.
+    """
+    try:
+        return call(f"{service()}/idempotency/{key}")["body"]["number"]
+    except urllib.error.HTTPError as error:
+        if error.code == 404:
+            return None
+        if error.code != 501:
+            raise
+    person = os.environ.get("CRASHLAB_PERSON_URL", service() + "/person")
+    question = {"title": text} if kind == "issue" else {"issue": done["A"], "body": text}
+    numbers = call(f"{person}/questions", question)["numbers"]
+    return numbers[0] if numbers else None
+
+
+def ladder() -> None:
+    """Markers and the ladder: a marker saved before each request, and a restart that finds one with no
+    result settles it (lookup, else a person) before it sends anything. The model plans the run
+    once, a paid call reported to the service's counter, and the plan is saved."""
+    saved, progress = begin()
+    if "plan" not in progress:
+        model = os.environ.get("CRASHLAB_MODEL_URL", service() + "/model")
+        call(f"{model}/calls", {})
+        point("model-replied")  # a death here pays for the plan again
+        progress.update(plan=[step for step, _, _ in STEPS], marked=[])
+        save(saved, progress)
+    done = progress["done"]
+    for step, kind, text in STEPS:
+        if step in done:
+            continue
+        key = f"{progress['run']}:{step}"
+        if step in progress["marked"] and (number := settle(step, kind, text, key, done)) is not None:
+            done[step] = number
+            save(saved, progress)
+            continue
+        progress["marked"].append(step)
+        save(saved, progress)
+        point("marked")
         if kind == "issue":
             done[step] = post("/issues", {"title": text, "body": ""}, key)
         else:

@@ -256,3 +256,22 @@ def test_the_fixture_returns_the_clis_row_and_a_failing_test_prints_the_windows(
     assert not result.ok and report[0] == "plain: 9 scenarios; with_dups 6, dups 6"
     assert report[1].startswith("A made twice when the process dies anywhere from `accepted#1` to `answered#1`")
     assert len(report) == 4
+
+
+def test_a_foreign_loop_fills_the_person_and_model_columns_through_the_service(cli):
+    """The ladder asks a keyless service's person, and a death before the plan is saved pays the model again."""
+    code, out, _ = cli("sweep", "--loop", "examples/http_loop.py:ladder", "--effects", EFFECTS, "--tracker",
+                       "keyless", "--depth", "1", "--format", "json")
+    (row,) = json.loads(out)
+    assert code == 0 and (row["dups"], row["missing"]) == (0, 0)
+    # a question for each death between a marker and its result (at marked, accepted, answered: 3 per step);
+    # a death between the model's plan and its save pays for the plan again
+    assert row["asks"] == 9 and row["calls_plus"] == 1
+
+
+@pytest.mark.slow
+def test_a_wrong_answer_from_the_services_person_duplicates_or_loses(cli):
+    code, out, _ = cli("sweep", "--loop", "examples/http_loop.py:ladder", "--effects", EFFECTS, "--tracker",
+                       "keyless", "--depth", "1", "--fault", "wrong-answer", "--format", "json")
+    (row,) = json.loads(out)
+    assert code == 0 and row["dups"] > 0 and row["missing"] > 0

@@ -56,13 +56,14 @@ class Serving:
     whether it passes its crash points between a commit's steps, and `dies` whether every death of
     the loop takes the service with it, which then restarts from what it committed. With
     `downtimes`, each death leaves one state per downtime (its choice, ``I~S``): the service's clock
-    moves on by it before the restart.
+    moves on by it before the restart. Its person answers question `wrong_at` wrong.
     """
 
     commit: str = "one-txn"
     steps: bool = False
     dies: bool = False
     downtimes: tuple[float, ...] = ()
+    wrong_at: int = 0  # the question (from 1) its person answers wrong; 0: none
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from crashlab.engine.points import Recorder
 from crashlab.errors import BadInput
-from crashlab.faults import Fault
+from crashlab.faults import Fault, Serving
 from crashlab.job import Call
 from crashlab.world import Parts, Person, Record, TrackerProtocol
 
@@ -69,3 +69,7 @@ class WrongAnswer(Fault):
 
     def acted(self, run: ScenarioRun) -> bool:
         return run.world.person.asks >= self.question
+
+    def serve(self, serving: Serving) -> Serving:
+        """The service's person answers the same question wrong: its questions are counted across the scenario."""
+        return replace(serving, wrong_at=self.question if self.value else 0)

@@ -200,7 +200,7 @@ class Services:
         if way not in self.places:
             self.places[way] = Path(tempfile.mkdtemp(dir=self.root))
         self.running[way] = ServiceProcess.start(self.places[way], tracker=tracker, commit=serving.commit,
-                                                 steps=serving.steps)
+                                                 steps=serving.steps, wrong_at=serving.wrong_at)
         return self.running[way]
 
     def __enter__(self) -> Services:

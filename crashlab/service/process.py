@@ -46,14 +46,16 @@ class ServiceProcess:
 
     @classmethod
     def start(cls, directory: Path, tracker: str = "keyed", keys: str = "optional", retention: float = 24.0,
-              control: bool = True, commit: str = "one-txn", steps: bool = False) -> ServiceProcess:
+              control: bool = True, commit: str = "one-txn", steps: bool = False, wrong_at: int = 0) -> ServiceProcess:
         """Start a service on `directory` and wait for its URL; `HarnessError`, with its stderr, if none comes.
 
         `commit` and `steps` say how it makes a request durable, and whether it passes its crash points
-        between the steps (``python -m crashlab.service --help``)."""
+        between the steps; with `wrong_at`, its person answers that question wrong
+        (``python -m crashlab.service --help``)."""
         command = [sys.executable, "-m", "crashlab.service", "--dir", str(directory), "--port", "0",
                    "--tracker", tracker, "--keys", keys, "--retention", repr(float(retention)), "--commit", commit]
         command += ["--commit-points"] if steps else []
+        command += ["--wrong-at", str(wrong_at)] if wrong_at else []
         ours, theirs = socket.socketpair() if control else (None, None)
         if theirs is not None:
             command += ["--control-fd", str(theirs.fileno())]

@@ -56,6 +56,7 @@ class Settings:
     control_fd: int | None = None
     commit: str = "one-txn"
     steps: bool = False
+    wrong_at: int = 0
 
     def check(self) -> None:
         """Refuse, in one line, what cannot be served."""
@@ -69,6 +70,8 @@ class Settings:
             raise BadInput(f"unknown tracker {self.tracker!r} (valid: {', '.join(TRACKER_MODES)})")
         if self.keys not in KEY_RULES:
             raise BadInput(f"unknown --keys {self.keys!r} (valid: {', '.join(KEY_RULES)})")
+        if self.wrong_at < 0:
+            raise BadInput(f"--wrong-at {self.wrong_at}: the question answered wrong is counted from 1 (0: none)")
         if self.commit not in COMMITS:
             raise BadInput(f"unknown --commit {self.commit!r} (valid: {', '.join(COMMITS)})")
         if not (math.isfinite(self.retention) and self.retention >= 0):
@@ -165,7 +168,7 @@ def run(settings: Settings, store: Store, sock: socket.socket, announce: Callabl
 
     line = None if settings.control_fd is None else Line(settings.control_fd, closed)
     service = Service(store, cast(TrackerMode, settings.tracker), cast(KeyRule, settings.keys), settings.retention,
-                      line, settings.commit, settings.steps)
+                      line, settings.commit, settings.steps, wrong_at=settings.wrong_at)
     config = uvicorn.Config(build_app(service, settings.host), log_config=None, log_level="warning",
                             access_log=False, lifespan="on", timeout_graceful_shutdown=GRACE)
     url = base_url(sock)
@@ -195,9 +198,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                              "(one-txn); the record, then the key (two-step); the answer, then the write (ack-first)")
     parser.add_argument("--commit-points", action="store_true",
                         help="pass the crash points applied and record-committed between a commit's steps")
+    parser.add_argument("--wrong-at", type=int, default=0, metavar="K",
+                        help="the person answers the K-th 'did it happen?' question wrong (0, the default: none)")
     args = parser.parse_args(argv)
     settings = Settings(args.dir, args.host, args.port, args.tracker, args.keys, args.retention, args.control_fd,
-                        args.commit, args.commit_points)
+                        args.commit, args.commit_points, args.wrong_at)
     try:
         return serve(settings, say_url)
     except BadInput as error:

@@ -149,6 +149,8 @@ class Service:
     #: Whether the service passes its own crash points between the steps of a commit (``applied``,
     #: ``record-committed``): a harness that lets a death there take the service too sees what it loses.
     steps: bool = False
+    #: The person answers this question of the service's life wrong (counted from 1; 0: none).
+    wrong_at: int = 0
     #: The keys of the requests being processed now: added before the commit, removed once the
     #: answer is settled (after the control line's go), so a concurrent retry gets 409.
     in_flight: set[str] = field(default_factory=set)
@@ -302,16 +304,23 @@ class Service:
             title = text(payload["title"], "title")
             question: dict[str, Any] = {"title": title, "question": f"was the issue {title!r} filed?"}
             made = [r.number for r in self.store.issues() if r.title == title]
+            kind = "issue"
         else:
             fields(payload, ("issue", "body"))
             issue, body = positive(payload["issue"], "issue"), text(payload["body"], "body")
             question = {"issue": issue, "body": body, "question": f"did the comment {body!r} land on #{issue}?"}
             made = [r.number for r in self.store.comments_on(issue) if r.body == body]
+            kind = "comment"
         asks = self.store.bump("asks")
-        answer = made[0] if made else None  # the scripted person tells the truth
-        await self.report("ask", "person", {**question, "happened": bool(made), "numbers": made, "asks": asks,
-                                            "answer": answer, "truth": answer})
-        return Answer(200, {"happened": bool(made), "numbers": made})
+        truth = made[0] if made else None
+        said = made
+        if asks == self.wrong_at:  # the one question answered wrong: "no" when it happened, else "yes, the newest"
+            newest = max((r.number for r in self.store.records() if r.kind == kind), default=1)
+            said = [] if made else [newest]
+        answer = said[0] if said else None
+        await self.report("ask", "person", {**question, "happened": bool(said), "numbers": said, "asks": asks,
+                                            "answer": answer, "truth": truth})
+        return Answer(200, {"happened": bool(said), "numbers": said})
 
     async def approve(self, payload: dict[str, Any]) -> Answer:
         fields(payload, ("action",))
