@@ -35,18 +35,21 @@ from crashlab.report.story import find_scenario, render, story
 from crashlab.report.tables import columns_for, records
 from crashlab.report.windows import describe, windows
 from crashlab.runners import RunnerSpec
+from crashlab.service.yours import YourService
 from crashlab.world import TrackerMode
 from crashlab.world.client import TrackerClient as Tracker
 
 #: What a loop means to do, once each: effects by what they are, or the names its tools tag requests with.
 Effects = Mapping[str, Any] | Iterable[Effect] | Iterable[str]
 
-__all__ = ["Effect", "Effects", "Entry", "Run", "Swept", "Tracker", "explain", "loop", "render", "sweep"]
+__all__ = ["Effect", "Effects", "Entry", "Run", "Swept", "Tracker", "YourService", "explain", "loop", "render",
+           "sweep"]
 
 
-def loop(entry: Entry, effects: Effects, *, name: str = "loop", tracker: TrackerMode = "keyed") -> Setup:
+def loop(entry: Entry, effects: Effects, *, name: str = "loop", tracker: TrackerMode = "keyed",
+         service: YourService | None = None) -> Setup:
     """Your loop as crashlab runs it (see `crashlab.loops.yours.setup`)."""
-    return yours.setup(entry, effects, name=name, tracker=tracker)
+    return yours.setup(entry, effects, name=name, tracker=tracker, service=service)
 
 
 @dataclass(frozen=True)
@@ -119,7 +122,8 @@ class Swept:
 
 
 def sweep(entry: Entry, effects: Effects, *, name: str = "loop", tracker: TrackerMode = "keyed",
-          depth: int = 1, repeat: int = 1, baselines: int = 2, workers: int = 1) -> Swept:
+          depth: int = 1, repeat: int = 1, baselines: int = 2, workers: int = 1,
+          service: YourService | None = None) -> Swept:
     """Kill `entry` at every crash point it reaches (and its restarts, up to `depth`), and count each effect.
 
     `effects` are what the loop means to do, each once: by what each is (``{"A": {"issue": TITLE},
@@ -127,11 +131,13 @@ def sweep(entry: Entry, effects: Effects, *, name: str = "loop", tracker: Tracke
     ``CRASHLAB_TRACKER_URL``; or the `effect` names your tools give `run.tracker`. With `workers`
     above 1, the subtrees of the first crashes run on a pool of forked processes (the entry point
     must then be picklable, as a module-level function or a partial of one is); the scenarios come
-    back in the same order.
+    back in the same order. With `service`, one of yours stands in for crashlab's
+    (`crashlab.service.yours.YourService`: env, reset, records); the loop then dies only at its own
+    crash points.
     """
     if depth < 1 or repeat < 1 or baselines < 1 or workers < 1:
         raise BadInput("depth, repeat, baselines and workers must be at least 1")
-    setup = loop(entry, effects, name=name, tracker=tracker)
+    setup = loop(entry, effects, name=name, tracker=tracker, service=service)
     return Swept(sweep_setup(setup, RunnerSpec("forked"), depth=depth, share=False, workers=workers, repeat=repeat,
                              strays_fail=False, baselines=baselines), depth)
 

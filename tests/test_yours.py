@@ -212,7 +212,7 @@ def test_a_fault_with_no_form_for_a_served_loop_is_refused_in_one_line(cli):
                          "power-cut")
     assert (code, out) == (2, "")
     assert err.strip().endswith("--fault power-cut has no form yet for a loop whose tools call crashlab's service "
-                                "(those that have: crash, expired-key, tracker-crash)")
+                                "(those that have: crash, expired-key, tracker-crash, wrong-answer)")
 
 
 @pytest.mark.slow

@@ -226,6 +226,9 @@ def check_once(run: ScenarioRun) -> None:
         expected = ", ".join(c.id for c in run.setup.variant.intended(run.setup.job))
         raise BadInput(f"{run.setup.variant.slug}: its uninterrupted run must make each intended effect ({expected}) "
                        f"exactly once, and it made {'; '.join(wrong)}")
+    if not run.points.points(1):
+        raise BadInput(f"{run.setup.variant.slug}: its uninterrupted run passes no crash point, so a sweep has "
+                       "nowhere to crash it: mark where it can die with crashlab.point(label)")
 
 
 def check_retrace(run: ScenarioRun, process: int, expected: Trace, of: str) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from crashlab.check.effects import Effect, of_job
 from crashlab.engine.run import Entry
@@ -57,13 +57,15 @@ class Variant:
     #: are. Empty for a loop that acts through `run.world`, or whose effects are its job's (`serves_job`).
     service: tuple[Effect, ...] = ()
     serves_job: bool = False  # its tools call the service to make the job's calls (a framework's loop)
+    #: A service of yours in place of crashlab's (`crashlab.service.yours.YourService`): its tools call it.
+    stands_in: Any = None
     refuses: Callable[[Job], str | None] = accepts_every_job  # why it cannot run a job, or None
     extra: str = ""  # the pip extra its framework comes in, if it has one
 
     @property
     def calls_service(self) -> bool:
         """Whether its tools call crashlab's service, which a sweep then starts for it."""
-        return bool(self.service) or self.serves_job
+        return (bool(self.service) or self.serves_job) and self.stands_in is None
 
     def recognised(self, job: Job) -> tuple[Effect, ...]:
         """The effects the service's records are recognised as: declared, or the job's calls by what they make."""

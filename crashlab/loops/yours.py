@@ -26,6 +26,7 @@ from crashlab.engine.variant import Variant
 from crashlab.errors import BadInput
 from crashlab.job import Job, Turn, shown
 from crashlab.runners.served import takes_run
+from crashlab.service.yours import YourService
 from crashlab.world import TRACKER_MODES, TrackerMode
 
 #: What `--loop` takes for a loop of yours: a file or a module, a colon, and the entry points' names.
@@ -107,12 +108,13 @@ def read_effects(path: str) -> tuple[Effect, ...]:
 
 
 def setup(entry: Entry, effects: Iterable[str] | Mapping[str, Any] | Iterable[Effect], *, name: str = "loop",
-          tracker: TrackerMode = "keyed", job: str | None = None) -> Setup:
+          tracker: TrackerMode = "keyed", job: str | None = None, service: YourService | None = None) -> Setup:
     """Your loop as crashlab runs it: a variant of its own, on a job of no turns (your loop is its own script).
 
     `effects` are what it means to do, once each: the effects by what they are (a mapping, as the
-    YAML file has it, or `Effect` values), for a loop whose tools call crashlab's service; or the
-    names its tools give `run.tracker`, for a loop that tags its requests itself.
+    YAML file has it, or `Effect` values), for a loop whose tools call crashlab's service (or
+    `service`, one of yours in its place); or the names its tools give `run.tracker`, for a loop
+    that tags its requests itself.
     """
     if isinstance(effects, str):
         raise BadInput(f"effects is a list of effect names or a mapping of what each is, not the string {effects!r}")
@@ -133,7 +135,14 @@ def setup(entry: Entry, effects: Iterable[str] | Mapping[str, Any] | Iterable[Ef
                            "or a mapping of each effect to what it is ({A: {issue: TITLE}, C: {comment: A}})")
     names = tuple(e.name for e in served) if served else tuple(str(e) for e in given)
     entry = entry if takes_run(entry) else partial(_bare, cast(Callable[[], object], entry))
+    if service is not None:
+        if not isinstance(service, YourService):
+            raise BadInput(f"service: {type(service).__name__} lacks env(), reset() or records(): see "
+                           "crashlab.service.yours.YourService")
+        if not served:
+            raise BadInput("a service of yours holds records, not effect names: give the effects by what they are "
+                           "({A: {issue: TITLE}, C: {comment: A}})")
     variant = Variant(name, name, name, entry, tracker=tracker, table="loop", runners=frozenset({"forked"}),
-                      keeps_checkpoint=False, effects=names, service=served)
+                      keeps_checkpoint=False, effects=names, service=served, stands_in=service)
     job = job or name
     return Setup(variant, Job(job, f"{job}-run-1", (Turn(answer="done"),), source=job))

@@ -80,6 +80,11 @@ def check_runs(setup: Setup, spec: RunnerSpec) -> None:
         why = " (a framework catches, retries or saves a raised exception, so only SIGKILL is a death there)" \
             if variant.extra else ""
         raise BadInput(f"{variant.slug} runs only under {only}{why}")
+    if variant.stands_in is not None:
+        if faults:
+            raise BadInput(f"--fault {faults.members[0].slug}: crashlab breaks only what it runs, and a service of "
+                           "yours it does not run: sweep it under the crash alone")
+        return
     if variant.calls_service:  # its world is crashlab's service, and a fault breaks the service, not a world in memory
         faults.serving()
         return

@@ -22,7 +22,7 @@ import signal
 import tempfile
 import time
 import traceback
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
@@ -39,8 +39,9 @@ from crashlab.engine.scenario import ScenarioRun, Setup, check_death, check_fini
 from crashlab.engine.variant import RunnerKind
 from crashlab.errors import HarnessError
 from crashlab.faults import Serving
-from crashlab.runners.served import LoopFailed, live_served, served_world
+from crashlab.runners.served import RUN_DIR, LoopFailed, live_served, served_world
 from crashlab.service.process import ServiceProcess
+from crashlab.service.yours import state_of
 from crashlab.world import World, WorldState
 from crashlab.world.sqlite import TRACKER_FILE, Database, PersonFactory, SqlitePerson, open_world, world_in
 
@@ -123,14 +124,20 @@ class Forked:
         serving = setup.faults.serving() if setup.variant.calls_service else None
         service = self.services.reset(setup.variant.tracker, serving) if serving is not None else None
 
+        stand = setup.variant.stands_in
+        if stand is not None:
+            stand.reset()
+
         def world_now() -> WorldState:
+            if stand is not None:
+                return served_world(setup, state_of(stand))
             return read_world(directory, setup) if service is None else served_world(setup, service.state())
 
         start, stuck = None, None
         for _ in range(len(crashes) + 1):
             points.start_process()
             if service is None:
-                returned = live(setup, points, directory)
+                returned = live(setup, points, directory, None if stand is None else stand.env())
             else:
                 if serving is not None and serving.downtimes and points.process > 1:  # a restart, after a while
                     service.advance(downtime(serving, choices, points.process - 1, points.scenario))
@@ -212,12 +219,12 @@ class Services:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
-def live(setup: Setup, points: Recorder, directory: Path) -> bool:
+def live(setup: Setup, points: Recorder, directory: Path, env: Mapping[str, str] | None = None) -> bool:
     """Fork the process `points.process` of the scenario, wait for its end, and note its life in `points`.
 
     True if it returned, False if it died at its crash point; anything else fails the scenario.
     """
-    status, said = forked(partial(_child, setup, points, directory))
+    status, said = forked(partial(_child, setup, points, directory, env))
     where = f"{points.scenario}: process {points.process}"
     if not said:
         raise HarnessError(f"{where} ended (wait status {status}) without a word: killed by something else?")
@@ -236,7 +243,8 @@ def live(setup: Setup, points: Recorder, directory: Path) -> bool:
     raise HarnessError(f"{where} failed: {report.ended}")
 
 
-def _child(setup: Setup, parent: Recorder, directory: Path, tell: Callable[[bytes], None]) -> None:
+def _child(setup: Setup, parent: Recorder, directory: Path, env: Mapping[str, str] | None,
+           tell: Callable[[bytes], None]) -> None:
     """One process of the scenario: the loop against the files in `directory`, killed at its point."""
     process, crash_at = parent.process, parent.crash_at
     points = KillingRecorder(crash_at[process - 1] if process <= len(crash_at) else None,
@@ -250,6 +258,8 @@ def _child(setup: Setup, parent: Recorder, directory: Path, tell: Callable[[byte
     points.last_words = lambda: report("killed")
     try:
         points.start_process()
+        if env is not None:  # a service of yours: where it is, and where the loop keeps its files
+            os.environ.update({**env, RUN_DIR: str(directory)})
         life_in(directory, setup, points)
         report("returned")
     except BaseException as error:
