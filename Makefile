@@ -17,7 +17,8 @@ $(INSTALLED): pyproject.toml
 # the agent's own loop against every tracker, on the triage job and the two harder ones, each
 # checked against its golden file; every fault at each of its settings, with the matrix of worst
 # outcomes and its picture (results/faults/); the HTTP loop of examples/ against crashlab's service,
-# under every fault that reaches the service (results/examples/); and the pictures of both sweeps.
+# under every fault that reaches the service (results/examples/), and so LangGraph and DBOS, whose
+# tools call it too, at depth 1 (results/frameworks/); and the pictures of both sweeps.
 # Every file it writes is the same on every run, so a sweep of an unchanged checkout leaves git with
 # nothing to commit.
 sweep: $(INSTALLED)
@@ -28,6 +29,8 @@ sweep: $(INSTALLED)
 	$(BIN)/crashlab sweep --fault all --out results/faults > /dev/null
 	$(BIN)/crashlab sweep --loop examples/http_loop.py:plain,keyed --effects examples/http_loop.yaml --fault all \
 		--out results/examples > /dev/null
+	$(BIN)/crashlab sweep --loop langgraph --kill --depth 1 --fault all --out results/frameworks/langgraph > /dev/null
+	$(BIN)/crashlab sweep --loop dbos --kill --depth 1 --fault all --out results/frameworks/dbos > /dev/null
 	$(BIN)/crashlab plot --out results/sweep.png
 	$(BIN)/crashlab plot --loop agent --out results/agent/sweep.png
 
