@@ -52,9 +52,23 @@ def service() -> str:
     return os.environ.get("CRASHLAB_TRACKER_URL", "http://127.0.0.1:8000")
 
 
+#: How often `post` sends a request that got no answer, as an HTTP client's retry policy does.
+TRIES = 3
+
+
 def post(path: str, payload: dict, key: str | None) -> int:
-    """POST JSON to the service; the new record's number."""
-    return call(service() + path, payload, key)["number"]
+    """POST JSON to the service; the new record's number. A request that got no answer in time (504) or
+    whose connection failed is sent again, with the same key: its outcome is unknown."""
+    for attempt in range(1, TRIES + 1):
+        try:
+            return call(service() + path, payload, key)["number"]
+        except urllib.error.HTTPError as error:
+            if error.code not in (502, 503, 504) or attempt == TRIES:
+                raise
+        except urllib.error.URLError:
+            if attempt == TRIES:
+                raise
+    raise AssertionError("unreachable")
 
 
 def save(path: Path, progress: dict) -> None:

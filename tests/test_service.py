@@ -591,3 +591,17 @@ def test_with_commit_points_the_service_passes_one_crash_point_between_each_step
 def test_an_unknown_commit_order_is_refused_in_one_line(tmp_path):
     with pytest.raises(HarnessError, match=r"--commit: invalid choice: 'later'"):
         ServiceProcess.start(tmp_path, control=False, commit="later")
+
+
+@pytest.mark.parametrize("way, kept", [("applied", ["Login fails"]), ("lost", [])])
+def test_the_request_whose_reply_does_not_come_in_time_is_a_504_either_way(tmp_path, way, kept):
+    service = ServiceProcess.start(tmp_path, control=False, no_reply=f"2-{way}")
+    try:
+        api = Api(service)
+        assert api.issue("Export times out").status_code == 201
+        late = api.issue("Login fails", key="k1")
+        assert late.status_code == 504 and "may or may not have been applied" in late.json()["error"]
+        assert [r["title"] for r in api.records()] == ["Export times out", *kept]
+        assert api.issue("Login fails", key="k1").status_code == 201, "the retry is the third request: answered"
+    finally:
+        service.close()

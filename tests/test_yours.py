@@ -212,7 +212,7 @@ def test_a_fault_with_no_form_for_a_served_loop_is_refused_in_one_line(cli):
                          "power-cut")
     assert (code, out) == (2, "")
     assert err.strip().endswith("--fault power-cut has no form yet for a loop whose tools call crashlab's service "
-                                "(those that have: crash, expired-key, tracker-crash, wrong-answer)")
+                                "(those that have: crash, expired-key, timeout, tracker-crash, wrong-answer)")
 
 
 @pytest.mark.slow
@@ -275,3 +275,14 @@ def test_a_wrong_answer_from_the_services_person_duplicates_or_loses(cli):
                        "keyless", "--depth", "1", "--fault", "wrong-answer", "--format", "json")
     (row,) = json.loads(out)
     assert code == 0 and row["dups"] > 0 and row["missing"] > 0
+
+
+@pytest.mark.slow
+def test_a_reply_that_never_comes_makes_the_plain_loops_retry_duplicate_with_no_crash_at_all(cli):
+    found = {}
+    for entry in ("plain", "keyed"):
+        code, out, _ = cli("sweep", "--loop", f"examples/http_loop.py:{entry}", "--effects", EFFECTS, "--depth", "1",
+                           "--fault", "timeout", "--list", "dups", "--format", "json")
+        assert code == 0
+        found[entry] = [s["id"] for s in json.loads(out) if ":" not in s["id"]]  # the runs with no crash
+    assert found == {"plain": [f"plain+timeout={k}-applied" for k in (1, 2, 3)], "keyed": []}

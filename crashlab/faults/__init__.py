@@ -64,6 +64,7 @@ class Serving:
     dies: bool = False
     downtimes: tuple[float, ...] = ()
     wrong_at: int = 0  # the question (from 1) its person answers wrong; 0: none
+    no_reply: str = ""  # "K-applied" or "K-lost": its K-th changing request gets no reply in time
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from crashlab.engine.points import Event
 from crashlab.errors import BadInput
-from crashlab.faults import Fault
+from crashlab.faults import Fault, Serving
 from crashlab.job import Call
 from crashlab.world import NoReply, Parts, Relay, Wire
 
@@ -82,6 +82,10 @@ class Timeout(Fault):
 
     def acted(self, run: ScenarioRun) -> bool:
         return any(e.kind == "no-reply" for e in run.points.events)
+
+    def serve(self, serving: Serving) -> Serving:
+        """The service answers the K-th changing request with a 504 instead of its reply, having applied it or not."""
+        return replace(serving, no_reply=self.value)
 
     def note(self, event: Event) -> str | None:
         if event.kind != "no-reply":

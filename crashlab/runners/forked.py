@@ -144,9 +144,9 @@ class Forked:
                 try:
                     returned = live_served(setup, points, directory, service, serving is not None and serving.dies)
                 except LoopFailed as failed:
-                    if not crashes or points.process <= len(crashes):  # it fails by itself, or before its point
-                        raise
-                    stuck = failed.why  # a restart that cannot go on in what the deaths left: the scenario's outcome
+                    if not (crashes or setup.faults) or points.process <= len(crashes):
+                        raise  # it fails by itself, or before the point it reached before: not deterministic
+                    stuck = failed.why  # it cannot go on in what the deaths (or the faults) left: an outcome
                     points.note("failed", failed.why)
                     break
                 if not returned and serving is not None and serving.dies:  # the service dies with the loop
@@ -207,7 +207,8 @@ class Services:
         if way not in self.places:
             self.places[way] = Path(tempfile.mkdtemp(dir=self.root))
         self.running[way] = ServiceProcess.start(self.places[way], tracker=tracker, commit=serving.commit,
-                                                 steps=serving.steps, wrong_at=serving.wrong_at)
+                                                 steps=serving.steps, wrong_at=serving.wrong_at,
+                                                 no_reply=serving.no_reply)
         return self.running[way]
 
     def __enter__(self) -> Services:

@@ -46,16 +46,19 @@ class ServiceProcess:
 
     @classmethod
     def start(cls, directory: Path, tracker: str = "keyed", keys: str = "optional", retention: float = 24.0,
-              control: bool = True, commit: str = "one-txn", steps: bool = False, wrong_at: int = 0) -> ServiceProcess:
+              control: bool = True, commit: str = "one-txn", steps: bool = False, wrong_at: int = 0,
+              no_reply: str = "") -> ServiceProcess:
         """Start a service on `directory` and wait for its URL; `HarnessError`, with its stderr, if none comes.
 
         `commit` and `steps` say how it makes a request durable, and whether it passes its crash points
-        between the steps; with `wrong_at`, its person answers that question wrong
+        between the steps; with `wrong_at`, its person answers that question wrong; with `no_reply`
+        (``K-applied``, ``K-lost``), its K-th changing request gets no reply in time
         (``python -m crashlab.service --help``)."""
         command = [sys.executable, "-m", "crashlab.service", "--dir", str(directory), "--port", "0",
                    "--tracker", tracker, "--keys", keys, "--retention", repr(float(retention)), "--commit", commit]
         command += ["--commit-points"] if steps else []
         command += ["--wrong-at", str(wrong_at)] if wrong_at else []
+        command += ["--no-reply", no_reply] if no_reply else []
         ours, theirs = socket.socketpair() if control else (None, None)
         if theirs is not None:
             command += ["--control-fd", str(theirs.fileno())]

@@ -16,6 +16,7 @@ import asyncio
 import fcntl
 import math
 import os
+import re
 import signal
 import socket
 import stat
@@ -57,6 +58,14 @@ class Settings:
     commit: str = "one-txn"
     steps: bool = False
     wrong_at: int = 0
+    no_reply: str = ""  # "K-applied" or "K-lost": the changing request whose reply does not come in time
+
+    def late(self) -> tuple[int, bool] | None:
+        """`no_reply` as the service takes it: the request's number, and whether it was applied."""
+        if not self.no_reply:
+            return None
+        at, _, way = self.no_reply.partition("-")
+        return int(at), way == "applied"
 
     def check(self) -> None:
         """Refuse, in one line, what cannot be served."""
@@ -70,6 +79,8 @@ class Settings:
             raise BadInput(f"unknown tracker {self.tracker!r} (valid: {', '.join(TRACKER_MODES)})")
         if self.keys not in KEY_RULES:
             raise BadInput(f"unknown --keys {self.keys!r} (valid: {', '.join(KEY_RULES)})")
+        if self.no_reply and not re.fullmatch(r"[1-9][0-9]{0,8}-(applied|lost)", self.no_reply):
+            raise BadInput(f"--no-reply {self.no_reply!r}: K-applied or K-lost, K counted from 1")
         if self.wrong_at < 0:
             raise BadInput(f"--wrong-at {self.wrong_at}: the question answered wrong is counted from 1 (0: none)")
         if self.commit not in COMMITS:
@@ -168,7 +179,8 @@ def run(settings: Settings, store: Store, sock: socket.socket, announce: Callabl
 
     line = None if settings.control_fd is None else Line(settings.control_fd, closed)
     service = Service(store, cast(TrackerMode, settings.tracker), cast(KeyRule, settings.keys), settings.retention,
-                      line, settings.commit, settings.steps, wrong_at=settings.wrong_at)
+                      line, settings.commit, settings.steps, wrong_at=settings.wrong_at,
+                      no_reply=settings.late())
     config = uvicorn.Config(build_app(service, settings.host), log_config=None, log_level="warning",
                             access_log=False, lifespan="on", timeout_graceful_shutdown=GRACE)
     url = base_url(sock)
@@ -200,9 +212,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="pass the crash points applied and record-committed between a commit's steps")
     parser.add_argument("--wrong-at", type=int, default=0, metavar="K",
                         help="the person answers the K-th 'did it happen?' question wrong (0, the default: none)")
+    parser.add_argument("--no-reply", default="", metavar="K-applied|K-lost",
+                        help="the K-th changing request gets no reply in time (504): applied, or never arrived")
     args = parser.parse_args(argv)
     settings = Settings(args.dir, args.host, args.port, args.tracker, args.keys, args.retention, args.control_fd,
-                        args.commit, args.commit_points, args.wrong_at)
+                        args.commit, args.commit_points, args.wrong_at, args.no_reply)
     try:
         return serve(settings, say_url)
     except BadInput as error:

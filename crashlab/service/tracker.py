@@ -151,6 +151,8 @@ class Service:
     steps: bool = False
     #: The person answers this question of the service's life wrong (counted from 1; 0: none).
     wrong_at: int = 0
+    #: The changing request (counted from 1) whose reply does not come in time, and whether it was applied.
+    no_reply: tuple[int, bool] | None = None
     #: The keys of the requests being processed now: added before the commit, removed once the
     #: answer is settled (after the control line's go), so a concurrent retry gets 409.
     in_flight: set[str] = field(default_factory=set)
@@ -202,6 +204,9 @@ class Service:
         if checked is not None and self.tracker == "fencing" and self.store.fenced(checked):
             raise Refused(409, f"key {checked!r} was fenced by a lookup that found nothing: "
                                "a request under it is refused, so it can never land late")
+        what = repr(title) if kind == "issue" else f"on #{issue}"
+        if self.no_reply and self.store.bump("sent") == self.no_reply[0]:
+            return await self._no_reply(label, kind, issue, title, body, checked, request, what)
         honoured = checked if self.tracker == "keyed" else None  # the key that makes a retry a replay
         if honoured is not None:
             if honoured in self.in_flight:
@@ -210,7 +215,6 @@ class Service:
             self.in_flight.add(honoured)
         try:
             answer = await self._apply(kind, issue, title, body, checked, request)
-            what = repr(title) if kind == "issue" else f"on #{issue}"
             detail = {"call": what, "key": checked, "applied": not answer.replayed,
                       "answer": answer.body.get("number"), "status": answer.status}
             await self.report("request", label, detail, point="accepted")
@@ -218,6 +222,20 @@ class Service:
             if honoured is not None:
                 self.in_flight.discard(honoured)
         return answer
+
+    async def _no_reply(self, label: str, kind: Kind, issue: int | None, title: str | None, body: str,
+                        key: str | None, request: str, what: str) -> Answer:
+        """The request whose reply does not come in time: applied (its reply lost) or never arrived, and
+        either way a 504, which the client cannot tell apart: the outcome is unknown to the loop."""
+        applied = self.no_reply is not None and self.no_reply[1]
+        number = None
+        if applied:
+            done = await self._apply(kind, issue, title, body, key, request)
+            number = done.body.get("number")
+            await self.report("request", label, {"call": what, "key": key, "applied": not done.replayed,
+                                                 "answer": number, "status": done.status}, point="accepted")
+        await self.report("no-reply", label, {"call": what, "key": key, "applied": applied, "answer": number})
+        return Answer(504, {"error": "no reply in time: the request may or may not have been applied"})
 
     async def _apply(self, kind: Kind, issue: int | None, title: str | None, body: str, key: str | None,
                      request: str) -> Answer:
