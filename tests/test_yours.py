@@ -84,6 +84,7 @@ def test_a_keyless_service_ignores_the_key_so_the_keyed_loop_duplicates(cli):
     assert code == 0 and row["dups"] == 6
 
 
+@pytest.mark.slow
 def test_several_entry_points_of_one_file_are_rows_of_one_table(cli):
     code, out, _ = cli("sweep", "--loop", "examples/http_loop.py:plain,keyed", "--effects", EFFECTS, "--depth", "1",
                        "--format", "json")
@@ -229,6 +230,7 @@ def test_a_downtime_the_fault_does_not_have_is_refused_in_one_line(cli):
     assert (code, out) == (2, "") and "keyed+expired-key:1~5: its death 1 names no downtime" in err
 
 
+@pytest.mark.slow
 def test_a_restart_that_cannot_go_on_in_what_the_deaths_left_is_stuck_not_a_harness_error(cli):
     """An ack-first service lost issue A with its death; the restart's comment on A is refused, and the loop
     raises: that is the scenario's outcome, told in its story."""
@@ -244,6 +246,7 @@ def test_a_loop_that_fails_in_its_uninterrupted_run_fails_the_sweep_in_one_line(
     assert (code, out) == (3, "") and "main: process 1 failed: RuntimeError: no service configured" in err
 
 
+@pytest.mark.slow
 def test_the_fixture_returns_the_clis_row_and_a_failing_test_prints_the_windows(cli, crash_sweep):
     from examples import http_loop
 
@@ -258,6 +261,7 @@ def test_the_fixture_returns_the_clis_row_and_a_failing_test_prints_the_windows(
     assert len(report) == 4
 
 
+@pytest.mark.slow
 def test_a_foreign_loop_fills_the_person_and_model_columns_through_the_service(cli):
     """The ladder asks a keyless service's person, and a death before the plan is saved pays the model again."""
     code, out, _ = cli("sweep", "--loop", "examples/http_loop.py:ladder", "--effects", EFFECTS, "--tracker",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import urllib.error
 import urllib.parse
 import urllib.request
 from typing import Any
@@ -17,12 +18,20 @@ from typing import Any
 _DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
+class ServiceError(Exception):
+    """An error answer, as plain values: a framework that records a step's exception (DBOS pickles it)
+    can keep it, which it cannot do with urllib's `HTTPError` and its open response."""
+
+
 def _send(method: str, path: str, payload: dict[str, Any] | None = None, key: str | None = None) -> Any:
     headers = {"Content-Type": "application/json", **({"Idempotency-Key": key} if key is not None else {})}
     data = None if payload is None else json.dumps(payload).encode()
     request = urllib.request.Request(os.environ["CRASHLAB_TRACKER_URL"] + path, data, headers, method=method)
-    with _DIRECT.open(request, timeout=60) as answer:
-        return json.load(answer)
+    try:
+        with _DIRECT.open(request, timeout=60) as answer:
+            return json.load(answer)
+    except urllib.error.HTTPError as error:
+        raise ServiceError(f"{method} {path}: {error.code} {error.read().decode(errors='replace')}") from None
 
 
 def create_issue(title: str, body: str, key: str | None = None) -> int:
