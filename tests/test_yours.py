@@ -290,3 +290,14 @@ def test_a_reply_that_never_comes_makes_the_plain_loops_retry_duplicate_with_no_
         assert code == 0
         found[entry] = [s["id"] for s in json.loads(out) if ":" not in s["id"]]  # the runs with no crash
     assert found == {"plain": [f"plain+timeout={k}-applied" for k in (1, 2, 3)], "keyed": []}
+
+
+def test_a_loop_that_ends_with_sys_exit_0_has_returned_and_one_that_exits_1_has_failed(cli, tmp_path):
+    loop = Path(loop_file(tmp_path, [("A", "One")]))
+    loop.write_text(loop.read_text() + "\ndef exits(code=0):\n    main()\n    raise SystemExit(code)\n"
+                    "\ndef fails():\n    exits(1)\n")
+    effects = effects_file(tmp_path, "A: {issue: One}\n")
+    code, out, _ = cli("sweep", "--loop", f"{loop}:exits", "--effects", effects, "--depth", "1", "--format", "json")
+    assert code == 0 and json.loads(out)[0]["scenarios"] == 1
+    code, _, err = cli("sweep", "--loop", f"{loop}:fails", "--effects", effects, "--depth", "1")
+    assert code == 3 and "fails: process 1 failed: SystemExit: 1" in err

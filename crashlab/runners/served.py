@@ -177,6 +177,8 @@ def _child(setup: Setup, scenario: str, process: int, directory: Path, line: soc
             world = World.new(setup.job, points, setup.variant.tracker)
             setup.variant.entry(Run(setup.job, world, store, directory, points.process, points))
         control.send(line, {"kind": "end", "ended": "returned"})
+    except SystemExit as exit_:  # a loop that ends with sys.exit(0) has returned, as a program that exits 0
+        control.send(line, {"kind": "end", "ended": "returned" if exit_.code in (0, None) else ended_by(exit_)})
     except BaseException as error:
         control.send(line, {"kind": "end", "ended": ended_by(error)})
 
