@@ -32,16 +32,13 @@ import msgspec
 
 from crashlab.durable.state import Durable
 from crashlab.durable.store import FileStore
-from crashlab.engine.death import Choice, Left, NoSuchChoice
+from crashlab.engine.death import Choice, Left
 from crashlab.engine.points import Crash, Event, Recorder, Where, recording
 from crashlab.engine.run import Run
 from crashlab.engine.scenario import ScenarioRun, Setup, check_death, check_finished
 from crashlab.engine.variant import RunnerKind
 from crashlab.errors import HarnessError
-from crashlab.faults import Serving
-from crashlab.runners.served import RUN_DIR, LoopFailed, live_served, served_world
-from crashlab.service.process import ServiceProcess
-from crashlab.service.yours import state_of
+from crashlab.runners.served import RUN_DIR, SCRATCH, LoopFailed, Outside, Services
 from crashlab.world import World, WorldState
 from crashlab.world.sqlite import TRACKER_FILE, Database, PersonFactory, SqlitePerson, open_world, world_in
 
@@ -121,37 +118,22 @@ class Forked:
             load()  # a framework, imported once here rather than in every child
         points = Recorder(crashes, setup.id(crashes, choices))
         directory = self.fresh()
-        serving = setup.faults.serving() if setup.variant.calls_service else None
-        service = self.services.reset(setup.variant.tracker, serving) if serving is not None else None
-
-        stand = setup.variant.stands_in
-        if stand is not None:
-            stand.reset()
+        outside = Outside.of(setup, self.services, choices)  # None: the loop acts through run.world
 
         def world_now() -> WorldState:
-            if stand is not None:
-                return served_world(setup, state_of(stand))
-            return read_world(directory, setup) if service is None else served_world(setup, service.state())
+            return read_world(directory, setup) if outside is None else outside.state()
 
         start, stuck = None, None
         for _ in range(len(crashes) + 1):
             points.start_process()
-            if service is None:
-                returned = live(setup, points, directory, None if stand is None else stand.env())
-            else:
-                if serving is not None and serving.downtimes and points.process > 1:  # a restart, after a while
-                    service.advance(downtime(serving, choices, points.process - 1, points.scenario))
-                try:
-                    returned = live_served(setup, points, directory, service, serving is not None and serving.dies)
-                except LoopFailed as failed:
-                    if not (crashes or setup.faults) or points.process <= len(crashes):
-                        raise  # it fails by itself, or before the point it reached before: not deterministic
-                    stuck = failed.why  # it cannot go on in what the deaths (or the faults) left: an outcome
-                    points.note("failed", failed.why)
-                    break
-                if not returned and serving is not None and serving.dies:  # the service dies with the loop
-                    service.kill()
-                    service = self.services.restart(setup.variant.tracker, serving)
+            try:
+                returned = live(setup, points, directory) if outside is None else outside.live(points, directory, live)
+            except LoopFailed as failed:
+                if not (crashes or setup.faults) or points.process <= len(crashes):
+                    raise  # it fails by itself, or before the point it reached before: not deterministic
+                stuck = failed.why  # it cannot go on in what the deaths (or the faults) left: an outcome
+                points.note("failed", failed.why)
+                break
             check_death(points, returned)
             if points.dead is None:
                 break
@@ -161,10 +143,8 @@ class Forked:
         world.restore(world_now())
         store = FileStore(directory, points, sync="none")
         final = check_finished(points, store) if setup.variant.keeps_checkpoint else None
-        one: list[Iterable[Left]] = [(Left(None),)]  # a crash's, the only state a death here leaves
-        if serving is not None and serving.downtimes:  # or one per downtime before the restart
-            one = [tuple(Left(None, f"it starts {hours:g} h after the death", (s,))
-                         for s, hours in enumerate(serving.downtimes, start=1))]
+        # What a death here leaves: a crash's one state, or the states the service's faults make of it.
+        one: list[Iterable[Left]] = [(Left(None),)] if outside is None else outside.left()
         deaths = [one for _ in points.points(points.process)] if watch else None
         return ScenarioRun(setup, crashes, choices, points, world, store, final, stuck is None, start, stuck, (),
                            deaths)
@@ -172,52 +152,6 @@ class Forked:
     def life(self, setup: Setup, start: Left | None, crashes: tuple[int, ...], choices: tuple[Choice, ...],
              watch: bool) -> ScenarioRun:
         raise NotImplementedError("the forked runner re-executes every scenario: it keeps no snapshot to start from")
-
-
-def downtime(serving: Serving, choices: tuple[Choice, ...], death: int, scenario: str) -> float:
-    """The hours between the `death`-th death and its restart, as the scenario's choice there names them."""
-    choice = choices[death - 1] if death <= len(choices) else ()
-    if len(choice) != 1 or not 1 <= choice[0] <= len(serving.downtimes):
-        raise NoSuchChoice(f"{scenario}: its death {death} names no downtime: give ~S, S from 1 to "
-                           f"{len(serving.downtimes)}, after its crash point")
-    return serving.downtimes[choice[0] - 1]
-
-
-class Services:
-    """The service processes of one runner, one per way of serving, started when a served loop first needs one.
-
-    Each scenario starts over an empty service (`reset`), as each starts over an empty world file;
-    under a fault whose service dies with the loop, each death kills it and `restart` brings up a
-    new process over the same database.
-    """
-
-    def __init__(self) -> None:
-        self.running: dict[tuple[str, Serving], ServiceProcess] = {}
-        self.places: dict[tuple[str, Serving], Path] = {}
-        self.root = Path(tempfile.mkdtemp(prefix="crashlab-service-", dir=_shm()))
-
-    def reset(self, tracker: str, serving: Serving) -> ServiceProcess:
-        service = self.running.get((tracker, serving)) or self.restart(tracker, serving)
-        service.reset()
-        return service
-
-    def restart(self, tracker: str, serving: Serving) -> ServiceProcess:
-        """A service process over the database of this way of serving: the first, or one after a death."""
-        way = (tracker, serving)
-        if way not in self.places:
-            self.places[way] = Path(tempfile.mkdtemp(dir=self.root))
-        self.running[way] = ServiceProcess.start(self.places[way], tracker=tracker, commit=serving.commit,
-                                                 steps=serving.steps, wrong_at=serving.wrong_at,
-                                                 no_reply=serving.no_reply)
-        return self.running[way]
-
-    def __enter__(self) -> Services:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        for service in self.running.values():
-            service.close()
-        shutil.rmtree(self.root, ignore_errors=True)
 
 
 def live(setup: Setup, points: Recorder, directory: Path, env: Mapping[str, str] | None = None) -> bool:
@@ -330,7 +264,7 @@ def directories() -> Iterator[Callable[[], Path]]:
 
     Each new directory removes the one before, so the root holds one scenario at a time.
     """
-    root = Path(tempfile.mkdtemp(prefix="crashlab-loop-", dir=_shm()))
+    root = Path(tempfile.mkdtemp(prefix="crashlab-loop-", dir=SCRATCH))
     made: list[Path] = []
 
     def fresh() -> Path:
@@ -344,11 +278,6 @@ def directories() -> Iterator[Callable[[], Path]]:
         yield fresh
     finally:
         shutil.rmtree(root, ignore_errors=True)
-
-
-def _shm() -> Path | None:
-    shm = Path("/dev/shm")
-    return shm if shm.is_dir() else None
 
 
 _empty: bytes = b""

@@ -19,24 +19,31 @@ from __future__ import annotations
 import inspect
 import os
 import select
+import shutil
 import signal
 import socket
-from collections.abc import Callable, Mapping
+import tempfile
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from crashlab.check.effects import attribute
 from crashlab.durable.store import FileStore
+from crashlab.engine.death import Choice, Left, NoSuchChoice
 from crashlab.engine.points import Crash, Event, Recorder, Where, recording
 from crashlab.engine.run import Run
 from crashlab.engine.scenario import Setup
 from crashlab.errors import HarnessError
+from crashlab.faults import Serving
 from crashlab.service import control
 from crashlab.service.process import ServiceProcess
+from crashlab.service.yours import YourService, state_of
 from crashlab.world import Record, World, WorldState
 
 #: The run directory, for a loop that keeps files of its own: in the environment of each of its processes.
 RUN_DIR = "CRASHLAB_RUN_DIR"
+#: Where the services keep their databases: memory, where the machine has it.
+SCRATCH = Path("/dev/shm") if Path("/dev/shm").is_dir() else None
 
 
 class TellingRecorder(Recorder):
@@ -201,3 +208,97 @@ def takes_run(entry: Callable[..., object]) -> bool:
     except (TypeError, ValueError):
         return True
     return any(p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in parameters)
+
+
+class Outside:
+    """The world outside a served loop in one scenario: crashlab's service, run as the faults serve it, or
+    a service of yours standing in for it. It lives each process of the loop against it, and says what
+    it holds and what a death leaves of it."""
+
+    def __init__(self, setup: Setup, services: Services, choices: tuple[Choice, ...]):
+        self.setup, self.services, self.choices = setup, services, choices
+        self.stand: YourService | None = setup.variant.stands_in
+        self.serving = setup.faults.serving()
+        self.service = None if self.stand is not None else services.reset(setup.variant.tracker, self.serving)
+        if self.stand is not None:
+            self.stand.reset()
+
+    @classmethod
+    def of(cls, setup: Setup, services: Services, choices: tuple[Choice, ...]) -> Outside | None:
+        variant = setup.variant
+        return cls(setup, services, choices) if variant.calls_service or variant.stands_in is not None else None
+
+    def live(self, points: Recorder, directory: Path, plain: Callable[..., bool]) -> bool:
+        """One process of the loop, as `live_served` lives it, or, against a service of yours, as `plain` does
+        (at the loop's own points only); `LoopFailed` if it ended with an error."""
+        if self.stand is not None:
+            return plain(self.setup, points, directory, self.stand.env())
+        assert self.service is not None
+        if self.serving.downtimes and points.process > 1:  # a restart, after a while
+            self.service.advance(downtime(self.serving, self.choices, points.process - 1, points.scenario))
+        returned = live_served(self.setup, points, directory, self.service, self.serving.dies)
+        if not returned and self.serving.dies:  # the service dies with the loop, and starts again
+            self.service.kill()
+            self.service = self.services.restart(self.setup.variant.tracker, self.serving)
+        return returned
+
+    def state(self) -> WorldState:
+        if self.stand is not None:
+            return served_world(self.setup, state_of(self.stand))
+        assert self.service is not None
+        return served_world(self.setup, self.service.state())
+
+    def left(self) -> list[Iterable[Left]]:
+        """The states a death leaves: the crash's, or one per downtime before the restart."""
+        if not self.serving.downtimes:
+            return [(Left(None),)]
+        return [tuple(Left(None, f"it starts {hours:g} h after the death", (s,))
+                      for s, hours in enumerate(self.serving.downtimes, start=1))]
+
+
+def downtime(serving: Serving, choices: tuple[Choice, ...], death: int, scenario: str) -> float:
+    """The hours between the `death`-th death and its restart, as the scenario's choice there names them."""
+    choice = choices[death - 1] if death <= len(choices) else ()
+    if len(choice) != 1 or not 1 <= choice[0] <= len(serving.downtimes):
+        raise NoSuchChoice(f"{scenario}: its death {death} names no downtime: give ~S, S from 1 to "
+                           f"{len(serving.downtimes)}, after its crash point")
+    return serving.downtimes[choice[0] - 1]
+
+
+class Services:
+    """The service processes of one runner, one per way of serving, started when a served loop first needs one.
+
+    Each scenario starts over an empty service (`reset`), as each starts over an empty world file;
+    under a fault whose service dies with the loop, each death kills it and `restart` brings up a
+    new process over the same database.
+    """
+
+    def __init__(self) -> None:
+        self.running: dict[tuple[str, Serving], ServiceProcess] = {}
+        self.places: dict[tuple[str, Serving], Path] = {}
+        self.root = Path(tempfile.mkdtemp(prefix="crashlab-service-", dir=SCRATCH))
+
+    def reset(self, tracker: str, serving: Serving) -> ServiceProcess:
+        service = self.running.get((tracker, serving)) or self.restart(tracker, serving)
+        service.reset()
+        return service
+
+    def restart(self, tracker: str, serving: Serving) -> ServiceProcess:
+        """A service process over the database of this way of serving: the first, or one after a death."""
+        way = (tracker, serving)
+        if way not in self.places:
+            self.places[way] = Path(tempfile.mkdtemp(dir=self.root))
+        self.running[way] = ServiceProcess.start(self.places[way], tracker=tracker, commit=serving.commit,
+                                                 steps=serving.steps, wrong_at=serving.wrong_at,
+                                                 no_reply=serving.no_reply)
+        return self.running[way]
+
+    def __enter__(self) -> Services:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for service in self.running.values():
+            service.close()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
