@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import inspect
 import re
 import sys
 from collections.abc import Callable, Iterable, Mapping
@@ -25,7 +26,6 @@ from crashlab.engine.scenario import Setup
 from crashlab.engine.variant import Variant
 from crashlab.errors import BadInput
 from crashlab.job import Job, Turn, shown
-from crashlab.runners.served import takes_run
 from crashlab.service.yours import YourService
 from crashlab.world import TRACKER_MODES, TrackerMode
 
@@ -59,6 +59,16 @@ def load(spec: str) -> tuple[str, list[tuple[str, Entry]]]:
         entries.append((attr.lower().replace("_", "-"), entry))
     stem = Path(where).stem if where.endswith(".py") else where.rpartition(".")[2]
     return stem.lower().replace("_", "-"), entries
+
+
+def takes_run(entry: Callable[..., object]) -> bool:
+    """Whether a loop's entry point wants the `Run` (``entry(run)``) or nothing (``entry()``): a loop that
+    finds its service and its directory in the environment need not import crashlab at all."""
+    try:
+        parameters = inspect.signature(entry).parameters.values()
+    except (TypeError, ValueError):
+        return True
+    return any(p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in parameters)
 
 
 def _bare(entry: Callable[[], object], run: Run) -> object:

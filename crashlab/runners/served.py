@@ -16,7 +16,6 @@ loop has already told.
 
 from __future__ import annotations
 
-import inspect
 import os
 import select
 import shutil
@@ -118,19 +117,24 @@ def _watch(points: Recorder, pid: int, loop: socket.socket, service: socket.sock
             control.send(answer, {"go": True})
         return points.dead is None
 
+    def from_loop() -> bool | None:
+        """The loop's next frame taken; how its life ended, once it has, else None."""
+        message = _receive(loop, scenario, pid)
+        kind = message.get("kind")
+        if kind == "end" or not take(message, loop if kind == "point" else None):
+            return _ended(message, points, pid, scenario)
+        return None
+
     while True:
         ready, _, _ = select.select([loop, service], [], [])
         if service in ready:
             while select.select([loop], [], [], 0)[0]:  # what the loop told before it made the request
-                message = _receive(loop, scenario, pid)
-                if message.get("kind") == "end" or not take(message, loop if message.get("kind") == "point" else None):
-                    return _ended(message, points, pid, scenario)
+                if (ended := from_loop()) is not None:
+                    return ended
             if not take(control.receive(service), service):
                 return _ended({}, points, pid, scenario)
-            continue
-        message = _receive(loop, scenario, pid)
-        if message.get("kind") == "end" or not take(message, loop if message.get("kind") == "point" else None):
-            return _ended(message, points, pid, scenario)
+        elif (ended := from_loop()) is not None:
+            return ended
 
 
 def _receive(loop: socket.socket, scenario: str, pid: int) -> dict[str, Any]:
@@ -198,16 +202,6 @@ def served_world(setup: Setup, state: Mapping[str, Any]) -> WorldState:
     effects = setup.variant.recognised(setup.job)
     return WorldState(attribute(records, effects), (), (), (), state["asks"], state["approvals"], (), (),
                       state["model_calls"], ())
-
-
-def takes_run(entry: Callable[..., object]) -> bool:
-    """Whether a loop's entry point wants the `Run` (``entry(run)``) or nothing (``entry()``): a loop that
-    finds its service and its directory in the environment need not import crashlab at all."""
-    try:
-        parameters = inspect.signature(entry).parameters.values()
-    except (TypeError, ValueError):
-        return True
-    return any(p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in parameters)
 
 
 class Outside:

@@ -15,7 +15,6 @@ harness → service   ``{"go": true}``: answer the loop (if the loop is still al
 
 from __future__ import annotations
 
-import asyncio
 import json
 import socket
 import struct
@@ -45,7 +44,7 @@ def decode(data: bytes) -> dict[str, Any]:
     return message
 
 
-def _length(header: bytes) -> int:
+def length(header: bytes) -> int:
     (length,) = HEADER.unpack(header)
     if length > MAX_FRAME:
         raise LineBroken(f"a frame of {length} bytes, more than {MAX_FRAME}")
@@ -58,7 +57,7 @@ def send(sock: socket.socket, message: dict[str, Any]) -> None:
 
 def receive(sock: socket.socket) -> dict[str, Any]:
     """The next frame; `LineBroken` if the line closed before a whole one came."""
-    return decode(_exactly(sock, _length(_exactly(sock, HEADER.size))))
+    return decode(_exactly(sock, length(_exactly(sock, HEADER.size))))
 
 
 def _exactly(sock: socket.socket, n: int) -> bytes:
@@ -70,11 +69,3 @@ def _exactly(sock: socket.socket, n: int) -> bytes:
         chunks.append(chunk)
         left -= len(chunk)
     return b"".join(chunks)
-
-
-async def receive_async(reader: asyncio.StreamReader) -> dict[str, Any]:
-    try:
-        header = await reader.readexactly(HEADER.size)
-        return decode(await reader.readexactly(_length(header)))
-    except asyncio.IncompleteReadError:
-        raise LineBroken("the line closed") from None

@@ -16,7 +16,7 @@ import socket
 from collections.abc import Callable
 from typing import Any
 
-from crashlab.service.control import LineBroken, encode, receive_async
+from crashlab.service.control import HEADER, LineBroken, decode, encode, length
 
 #: The harness's one reply: answer the loop.
 GO = {"go": True}
@@ -76,7 +76,7 @@ class Line:
         assert self._reader is not None
         while self.broken is None:
             try:
-                frame = await receive_async(self._reader)
+                frame = await receive(self._reader)
             except LineBroken as error:
                 self._break(str(error), broke=str(error) != "the line closed")
                 return
@@ -101,3 +101,12 @@ def _settled(exchange: asyncio.Future[None]) -> None:
     """Collect the outcome of an exchange whose reporter was cancelled: the line's end is told elsewhere."""
     if not exchange.cancelled():
         exchange.exception()
+
+
+async def receive(reader: asyncio.StreamReader) -> dict[str, Any]:
+    """The harness's next frame, read on the service's event loop; `LineBroken` if the line closed."""
+    try:
+        header = await reader.readexactly(HEADER.size)
+        return decode(await reader.readexactly(length(header)))
+    except asyncio.IncompleteReadError:
+        raise LineBroken("the line closed") from None
