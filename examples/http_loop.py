@@ -71,6 +71,13 @@ def post(path: str, payload: dict, key: str | None) -> int:
     raise AssertionError("unreachable")
 
 
+def send(kind: str, text: str, key: str | None, done: dict) -> int:
+    """One step's request: file the issue, or comment on A's."""
+    if kind == "issue":
+        return post("/issues", {"title": text, "body": ""}, key)
+    return post(f"/issues/{done['A']}/comments", {"body": text}, key)
+
+
 def save(path: Path, progress: dict) -> None:
     """Replace the progress file whole: a crash leaves the old one or the new one, never half of either."""
     temporary = path.with_suffix(".tmp")
@@ -103,10 +110,7 @@ def triage(keyed: bool) -> None:
         if step in done:
             continue
         key = f"{progress['run']}:{step}" if keyed else None
-        if kind == "issue":
-            done[step] = post("/issues", {"title": text, "body": ""}, key)
-        else:
-            done[step] = post(f"/issues/{done['A']}/comments", {"body": text}, key)
+        done[step] = send(kind, text, key, done)
         point("answered")
         save(saved, progress)
         point("saved")
@@ -154,10 +158,7 @@ def ladder() -> None:
         progress["marked"].append(step)
         save(saved, progress)
         point("marked")
-        if kind == "issue":
-            done[step] = post("/issues", {"title": text, "body": ""}, key)
-        else:
-            done[step] = post(f"/issues/{done['A']}/comments", {"body": text}, key)
+        done[step] = send(kind, text, key, done)
         point("answered")
         save(saved, progress)
         point("saved")

@@ -17,10 +17,9 @@ from crashlab.engine.death import Death, Left
 from crashlab.engine.points import Recorder
 from crashlab.faults import Fault, Serving, Setting
 from crashlab.job import Call
+from crashlab.service.store import COMMITS  # the commit orders, as crashlab's service names them
 from crashlab.world import Clock, Parts, Tracker, TrackerMode, World, WorldState
 from crashlab.world.tracker import Applied
-
-COMMITS = ("ack-first", "two-step", "one-txn")
 
 
 class CommittingTracker(Tracker):

@@ -253,4 +253,4 @@ def next_number(store: Store, change: Change) -> int:
 #: How a changing request is made durable, by name: ``one-txn`` commits the record and its key
 #: together, then answers; ``two-step`` commits the record, then the key; ``ack-first`` answers, and
 #: writes the request behind its answer, when the next request arrives.
-COMMITS = ("one-txn", "two-step", "ack-first")
+COMMITS = ("ack-first", "two-step", "one-txn")
