@@ -360,9 +360,10 @@ class Harness(threading.Thread):
         self.line = line
         self.expect()
 
-    def expect(self, hold: Callable[[dict], bool] = lambda frame: False) -> None:
-        """Start afresh: no frames yet, and `hold` picks the frame to hold."""
-        self.hold = hold
+    def expect(self, hold: Callable[[dict], bool] = lambda frame: False,
+               word: Callable[[dict], dict] = lambda frame: control.GO) -> None:
+        """Start afresh: no frames yet, `hold` picks the frame to hold, and `word` answers each."""
+        self.hold, self.word = hold, word
         self.frames: list[dict] = []
         self.holding, self.release = threading.Event(), threading.Event()
 
@@ -377,7 +378,7 @@ class Harness(threading.Thread):
                 self.holding.set()
                 self.release.wait()
             try:
-                control.send(self.line, {"go": True})
+                control.send(self.line, self.word(frame))
             except OSError:
                 return
 
@@ -605,3 +606,78 @@ def test_the_request_whose_reply_does_not_come_in_time_is_a_504_either_way(tmp_p
         assert api.issue("Login fails", key="k1").status_code == 201, "the retry is the third request: answered"
     finally:
         service.close()
+
+
+# Late delivery: a request whose client died at sent stays on the wire until the harness lands it.
+
+
+@pytest.fixture(scope="module")
+def late_services(tmp_path_factory) -> Iterator[Callable[[str], tuple[Api, Harness]]]:
+    started: dict[str, tuple[Api, Harness]] = {}
+
+    def get(tracker: str) -> tuple[Api, Harness]:
+        if tracker not in started:
+            started[tracker] = with_line(tmp_path_factory.mktemp(f"late-{tracker}"), tracker=tracker, late=True)
+        api, harness = started[tracker]
+        api.service.reset()
+        return api, harness
+
+    yield get
+    for api, _ in started.values():
+        api.close()
+        api.service.close()
+
+
+def on_the_wire(api: Api, harness: Harness) -> None:
+    """The client sends A under k1 and dies at sent: the harness answers hold, and nothing of A is known."""
+    harness.expect(word=lambda frame: control.HOLD if frame["label"] == "sent" and not harness.frames[:-1]
+                   else control.GO)
+    assert api.issue("A", key="k1").status_code == 504
+    assert harness.frames == [{"kind": "point", "label": "sent", "detail": {"call": "'A'", "key": "k1"}}]
+    assert api.records() == []
+
+
+@pytest.mark.parametrize("tracker, lookup, lands", [
+    ("keyed", 404, {"applied": False, "answer": 1, "fenced": False}),  # the resend's key answers it
+    ("lookup", 404, {"applied": True, "answer": 2, "fenced": False}),  # a second issue: the late one
+    ("fencing", 404, {"applied": False, "answer": None, "fenced": True}),  # its key was fenced by the lookup
+])
+def test_a_request_held_at_sent_lands_only_when_the_harness_says_after_the_restart_asked_and_resent(
+        late_services, tracker, lookup, lands):
+    api, harness = late_services(tracker)
+    on_the_wire(api, harness)
+    assert api.lookup("k1").status_code == lookup, "the restart asks: it has not arrived"
+    resend_key = "k1" if tracker != "fencing" else "k1:2"  # a fenced key is retired
+    assert api.issue("A", key=resend_key).json() == {"number": 1}
+    assert api.service.land() == {"call": "'A'", "key": "k1", "label": "create_issue", **lands}
+    assert [r["title"] for r in api.records()] == ["A"] * (2 if lands["applied"] else 1)
+
+
+def test_the_fenced_lookup_says_so_in_its_body_for_a_client_to_retire_the_key(late_services):
+    api, _ = late_services("fencing")
+    assert api.lookup("k9").json()["fenced"] is True
+    assert api.issue("B", key="k9").status_code == 409
+
+
+def test_a_keyless_service_applies_the_late_request_whatever_its_key(late_services):
+    api, harness = late_services("keyless")
+    on_the_wire(api, harness)
+    assert api.issue("A", key="k1").json() == {"number": 1}
+    assert api.service.land()["answer"] == 2
+
+
+def test_landing_with_nothing_on_the_wire_is_refused_and_a_reset_empties_the_wire(late_services):
+    api, harness = late_services("keyed")
+    with pytest.raises(HarnessError, match="no request is on the wire"):
+        api.service.land()
+    on_the_wire(api, harness)
+    api.service.reset()
+    with pytest.raises(HarnessError, match="no request is on the wire"):
+        api.service.land()
+
+
+def test_late_needs_a_control_line(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "crashlab.service", "--dir", str(tmp_path), "--late"],
+                          capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr.strip().startswith("crashlab service: error: --late needs --control-fd")

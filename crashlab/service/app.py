@@ -135,6 +135,12 @@ def build_app(service: Service, host: str = "127.0.0.1") -> Starlette:
         except Refused as refusal:
             return error(refusal.status, refusal.message)
 
+    async def land(request: Request) -> Response:
+        try:
+            return JSONResponse(await service.land())
+        except Refused as refusal:
+            return error(refusal.status, refusal.message)
+
     async def not_routed(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, HTTPException)
         return error(exc.status_code, f"{request.method} {request.url.path}: {exc.detail.lower()}")
@@ -165,6 +171,7 @@ def build_app(service: Service, host: str = "127.0.0.1") -> Starlette:
         Route("/_crashlab/reset", reset, methods=["POST"]),
         Route("/_crashlab/state", state, methods=["GET"]),
         Route("/_crashlab/clock", clock, methods=["POST"]),
+        Route("/_crashlab/land", land, methods=["POST"]),
         Route(PATH, mcp),
     ]
     return Starlette(routes=routes, exception_handlers={HTTPException: not_routed, Exception: failed}, lifespan=life)

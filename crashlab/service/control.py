@@ -10,7 +10,11 @@ A frame is a 4-byte big-endian length and that many bytes of JSON, one object ea
 
 service → harness   ``{"kind": "request", "label": TOOL, "detail": {...}, "point": "accepted"}``,
                     ``{"kind": "lookup", ...}`` (no ``point``); it then waits for the reply.
-harness → service   ``{"go": true}``: answer the loop (if the loop is still alive to hear it).
+                    ``{"kind": "point", "label": "sent", ...}`` as a changing request arrives,
+                    under late delivery only.
+harness → service   ``{"go": true}``: answer the loop (if the loop is still alive to hear it);
+                    ``{"hold": true}``, at ``sent`` only: the loop died with the request on the
+                    wire, so hold it until the harness lands it (``POST /_crashlab/land``).
 """
 
 from __future__ import annotations
@@ -21,6 +25,10 @@ import struct
 from typing import Any
 
 HEADER = struct.Struct("!I")
+#: The harness's word: answer the loop.
+GO = {"go": True}
+#: Its other word, at ``sent`` only: hold the request, whose client died with it on the wire.
+HOLD = {"hold": True}
 #: No frame on this line is larger: a longer length is a broken line, not a frame to allocate for.
 MAX_FRAME = 1 << 20
 

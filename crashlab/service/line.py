@@ -16,10 +16,7 @@ import socket
 from collections.abc import Callable
 from typing import Any
 
-from crashlab.service.control import HEADER, LineBroken, decode, encode, length
-
-#: The harness's one reply: answer the loop.
-GO = {"go": True}
+from crashlab.service.control import GO, HEADER, HOLD, LineBroken, decode, encode, length
 
 
 class Line:
@@ -45,16 +42,17 @@ class Line:
         if self._writer is not None:
             self._writer.close()
 
-    async def report(self, kind: str, label: str, detail: dict[str, Any], point: str | None = None) -> None:
-        """Send the event and wait for the harness's ``{"go": true}``; `LineBroken` if the line is gone."""
+    async def report(self, kind: str, label: str, detail: dict[str, Any], point: str | None = None) -> dict[str, Any]:
+        """Send the event and wait for the harness's word (`GO`, or `HOLD` at ``sent``); `LineBroken` if the line
+        is gone."""
         message: dict[str, Any] = {"kind": kind, "label": label, "detail": detail}
         if point is not None:
             message["point"] = point
         exchange = asyncio.ensure_future(self._exchange(message))
         exchange.add_done_callback(_settled)
-        await asyncio.shield(exchange)
+        return await asyncio.shield(exchange)
 
-    async def _exchange(self, message: dict[str, Any]) -> None:
+    async def _exchange(self, message: dict[str, Any]) -> dict[str, Any]:
         async with self.lock:
             if self.broken is not None or self._writer is None:
                 raise LineBroken(self.broken or "the line was never opened")
@@ -68,9 +66,10 @@ class Line:
                 raise LineBroken(self.broken) from None
             finally:
                 self._waiting = None
-            if reply != GO:
+            if reply != GO and not (reply == HOLD and message.get("label") == "sent"):
                 self._break(f"a reply that is not {GO}: {reply}", broke=True)
                 raise LineBroken(self.broken)
+            return reply
 
     async def _listen(self) -> None:
         assert self._reader is not None
@@ -97,7 +96,7 @@ class Line:
         self.on_close(why, broke)
 
 
-def _settled(exchange: asyncio.Future[None]) -> None:
+def _settled(exchange: asyncio.Future[dict[str, Any]]) -> None:
     """Collect the outcome of an exchange whose reporter was cancelled: the line's end is told elsewhere."""
     if not exchange.cancelled():
         exchange.exception()

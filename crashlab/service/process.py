@@ -47,18 +47,19 @@ class ServiceProcess:
     @classmethod
     def start(cls, directory: Path, tracker: str = "keyed", keys: str = "optional", retention: float = 24.0,
               control: bool = True, commit: str = "one-txn", steps: bool = False, wrong_at: int = 0,
-              no_reply: str = "") -> ServiceProcess:
+              no_reply: str = "", late: bool = False) -> ServiceProcess:
         """Start a service on `directory` and wait for its URL; `HarnessError`, with its stderr, if none comes.
 
         `commit` and `steps` say how it makes a request durable, and whether it passes its crash points
         between the steps; with `wrong_at`, its person answers that question wrong; with `no_reply`
-        (``K-applied``, ``K-lost``), its K-th changing request gets no reply in time
-        (``python -m crashlab.service --help``)."""
+        (``K-applied``, ``K-lost``), its K-th changing request gets no reply in time; with `late`, a request
+        whose client dies at its point ``sent`` is held until `land` (``python -m crashlab.service --help``)."""
         command = [sys.executable, "-m", "crashlab.service", "--dir", str(directory), "--port", "0",
                    "--tracker", tracker, "--keys", keys, "--retention", repr(float(retention)), "--commit", commit]
         command += ["--commit-points"] if steps else []
         command += ["--wrong-at", str(wrong_at)] if wrong_at else []
         command += ["--no-reply", no_reply] if no_reply else []
+        command += ["--late"] if late else []
         ours, theirs = socket.socketpair() if control else (None, None)
         if theirs is not None:
             command += ["--control-fd", str(theirs.fileno())]
@@ -114,6 +115,10 @@ class ServiceProcess:
     def advance(self, hours: float) -> None:
         """Move the service's clock on by `hours`: keys older than its retention expire."""
         self._call("POST", "/_crashlab/clock", {"advance_hours": hours})
+
+    def land(self) -> dict[str, Any]:
+        """The oldest request held on the wire arrives: ``{"call", "key", "applied", "answer", "fenced", "label"}``."""
+        return self._call("POST", "/_crashlab/land", {})
 
     def _call(self, method: str, path: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
         data = None if body is None else json.dumps(body).encode()

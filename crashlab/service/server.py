@@ -59,8 +59,9 @@ class Settings:
     steps: bool = False
     wrong_at: int = 0
     no_reply: str = ""  # "K-applied" or "K-lost": the changing request whose reply does not come in time
+    late: bool = False  # a changing request passes the crash point sent, where a death leaves it on the wire
 
-    def late(self) -> tuple[int, bool] | None:
+    def no_reply_at(self) -> tuple[int, bool] | None:
         """`no_reply` as the service takes it: the request's number, and whether it was applied."""
         if not self.no_reply:
             return None
@@ -87,6 +88,8 @@ class Settings:
             raise BadInput(f"unknown --commit {self.commit!r} (valid: {', '.join(COMMITS)})")
         if not (math.isfinite(self.retention) and self.retention >= 0):
             raise BadInput(f"--retention {self.retention} is not a number of hours (0 or more)")
+        if self.late and self.control_fd is None:
+            raise BadInput("--late needs --control-fd: only the harness on the control line knows a client died")
         if self.control_fd is not None:
             try:
                 mode = os.fstat(self.control_fd).st_mode
@@ -180,7 +183,7 @@ def run(settings: Settings, store: Store, sock: socket.socket, announce: Callabl
     line = None if settings.control_fd is None else Line(settings.control_fd, closed)
     service = Service(store, cast(TrackerMode, settings.tracker), cast(KeyRule, settings.keys), settings.retention,
                       line, settings.commit, settings.steps, wrong_at=settings.wrong_at,
-                      no_reply=settings.late())
+                      no_reply=settings.no_reply_at(), late=settings.late)
     config = uvicorn.Config(build_app(service, settings.host), log_config=None, log_level="warning",
                             access_log=False, lifespan="on", timeout_graceful_shutdown=GRACE)
     url = base_url(sock)
@@ -214,9 +217,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="the person answers the K-th 'did it happen?' question wrong (0, the default: none)")
     parser.add_argument("--no-reply", default="", metavar="K-applied|K-lost",
                         help="the K-th changing request gets no reply in time (504): applied, or never arrived")
+    parser.add_argument("--late", action="store_true",
+                        help="a changing request passes the crash point sent as it arrives; a client that dies "
+                             "there leaves it on the wire, until POST /_crashlab/land (needs --control-fd)")
     args = parser.parse_args(argv)
     settings = Settings(args.dir, args.host, args.port, args.tracker, args.keys, args.retention, args.control_fd,
-                        args.commit, args.commit_points, args.wrong_at, args.no_reply)
+                        args.commit, args.commit_points, args.wrong_at, args.no_reply, args.late)
     try:
         return serve(settings, say_url)
     except BadInput as error:

@@ -13,7 +13,9 @@ fixed and sent again with the same key.
 Both transports (`app` for plain HTTP, `mcp` for MCP) call the same `Service`, so a key means the
 same whichever way a request comes. Every event a sweep must see is reported on the control line
 (`line`) before its answer leaves: a changing request right after it commits, its crash point
-``accepted``.
+``accepted``. Under late delivery a changing request also passes ``sent`` as it arrives, before
+anything of it is known here: a client that dies there leaves it on the wire, held until the
+harness lands it (`land`).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
+from crashlab.service.control import HOLD
 from crashlab.service.line import Line
 from crashlab.service.store import (
     COMMITS,
@@ -136,6 +139,20 @@ def valid_key(key: object) -> str:
     return text(key, "the idempotency key")
 
 
+@dataclass(frozen=True)
+class Held:
+    """A changing request on the wire: its client died after sending it, and it has not arrived yet."""
+
+    label: str
+    kind: Kind
+    issue: int | None
+    title: str | None
+    body: str
+    key: str | None
+    request: str  # its fingerprint
+    what: str  # as a frame names the call
+
+
 @dataclass
 class Service:
     """The tracker, the person and the model's counter, over one `Store`, reporting on one `Line` (or none)."""
@@ -158,6 +175,10 @@ class Service:
     in_flight: set[str] = field(default_factory=set)
     #: An ack-first service's writes behind its answers: made when the next request arrives.
     behind: list[Change] = field(default_factory=list)
+    #: Whether a changing request passes the crash point ``sent`` as it arrives (late delivery).
+    late: bool = False
+    #: The requests left on the wire by clients that died at ``sent``, in the order they were sent.
+    held: list[Held] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if self.commit not in COMMITS:
@@ -167,9 +188,9 @@ class Service:
         keys = "keys required" if self.keys == "required" else "keys optional"
         return f"a {self.tracker} issue tracker ({keys}, kept {self.retention:g} h) over {self.store.path}"
 
-    async def report(self, kind: str, label: str, detail: dict[str, Any], point: str | None = None) -> None:
-        if self.line is not None:
-            await self.line.report(kind, label, detail, point)
+    async def report(self, kind: str, label: str, detail: dict[str, Any], point: str | None = None) -> dict[str, Any]:
+        """The event on the line, if there is one; the harness's word."""
+        return {} if self.line is None else await self.line.report(kind, label, detail, point)
 
     async def answer(self, label: str, key: object, work: Callable[[], Awaitable[Answer]]) -> Answer:
         """Do `work`; a refusal is reported on the line (its key if it is one) and becomes the answer."""
@@ -201,10 +222,13 @@ class Service:
         if key is None and self.keys == "required":
             raise Refused(400, f"{label} needs an Idempotency-Key: this service runs with keys required")
         checked = None if key is None else valid_key(key)
+        what = repr(title) if kind == "issue" else f"on #{issue}"
+        if self.late and await self.report("point", "sent", {"call": what, "key": checked}) == HOLD:
+            self.held.append(Held(label, kind, issue, title, body, checked, request, what))
+            return Answer(504, {"error": "the request is on the wire: it arrives later, or never"})
         if checked is not None and self.tracker == "fencing" and self.store.fenced(checked):
             raise Refused(409, f"key {checked!r} was fenced by a lookup that found nothing: "
                                "a request under it is refused, so it can never land late")
-        what = repr(title) if kind == "issue" else f"on #{issue}"
         if self.no_reply and self.store.bump("sent") == self.no_reply[0]:
             return await self._no_reply(label, kind, issue, title, body, checked, request, what)
         honoured = checked if self.tracker == "keyed" else None  # the key that makes a retry a replay
@@ -307,7 +331,7 @@ class Service:
         await self.report("lookup", "key", {"key": checked, "answer": number, "fenced": fenced})
         if kept is None:
             fence = ": it is fenced now, and a request under it will be refused" if fenced else ""
-            return Answer(404, {"error": f"no response is kept under key {checked!r}{fence}"})
+            return Answer(404, {"error": f"no response is kept under key {checked!r}{fence}", "fenced": fenced})
         return Answer(200, {"status": kept.status, "body": kept.answer})
 
     # The person, who answers from the records, and the model's counter.
@@ -356,7 +380,25 @@ class Service:
 
     # The harness's controls: no frames, no keys.
 
+    async def land(self) -> dict[str, Any]:
+        """The oldest request left on the wire arrives now: applied as any request is, but nobody hears the
+        answer. A fencing service refuses it if a lookup fenced its key; a keyed one replays a kept response."""
+        if not self.held:
+            raise Refused(409, "no request is on the wire: none was held at sent")
+        held = self.held.pop(0)
+        self.catch_up()
+        said = {"call": held.what, "key": held.key, "applied": False, "answer": None, "fenced": False,
+                "label": held.label}
+        if held.key is not None and self.tracker == "fencing" and self.store.fenced(held.key):
+            return {**said, "fenced": True}
+        try:
+            done = await self._apply(held.kind, held.issue, held.title, held.body, held.key, held.request)
+        except Refused as refusal:
+            return {**said, "refused": refusal.status}
+        return {**said, "applied": not done.replayed, "answer": done.body.get("number")}
+
     def reset(self) -> None:
+        self.held.clear()
         self.behind.clear()
         self.store.reset()
         self.in_flight.clear()
