@@ -116,16 +116,20 @@ def triage(keyed: bool) -> None:
         point("saved")
 
 
-def settle(step: str, kind: str, text: str, key: str, done: dict) -> int | None:
+def settle(step: str, kind: str, text: str, key: str, done: dict, progress: dict) -> int | None:
     """The resolution ladder for a step with a marker and no result: did its request happen?
 
     Ask the service first (the lookup rung: the first answer kept under the key); a service that
-    keeps no keys answers 501, and then a person is asked. None: it did not happen, send it.
+    keeps no keys answers 501, and then a person is asked. None: it did not happen, send it. A
+    service that fences a key its lookup did not find will refuse it from now on, so the step
+    retires it (saved before anything is sent under the next).
     """
     try:
         return call(f"{service()}/idempotency/{key}")["body"]["number"]
     except urllib.error.HTTPError as error:
         if error.code == 404:
+            if json.load(error).get("fenced"):
+                progress["retired"].append(step)
             return None
         if error.code != 501:
             raise
@@ -133,6 +137,12 @@ def settle(step: str, kind: str, text: str, key: str, done: dict) -> int | None:
     question = {"title": text} if kind == "issue" else {"issue": done["A"], "body": text}
     numbers = call(f"{person}/questions", question)["numbers"]
     return numbers[0] if numbers else None
+
+
+def key_of(progress: dict, step: str) -> str:
+    """The step's key: its run ID and step, and a generation for each key a fencing lookup retired."""
+    retired = progress["retired"].count(step)
+    return f"{progress['run']}:{step}" + (f":{retired + 1}" if retired else "")
 
 
 def ladder() -> None:
@@ -144,21 +154,22 @@ def ladder() -> None:
         model = os.environ.get("CRASHLAB_MODEL_URL", service() + "/model")
         call(f"{model}/calls", {})
         point("model-replied")  # a death here pays for the plan again
-        progress.update(plan=[step for step, _, _ in STEPS], marked=[])
+        progress.update(plan=[step for step, _, _ in STEPS], marked=[], retired=[])
         save(saved, progress)
     done = progress["done"]
     for step, kind, text in STEPS:
         if step in done:
             continue
-        key = f"{progress['run']}:{step}"
-        if step in progress["marked"] and (number := settle(step, kind, text, key, done)) is not None:
-            done[step] = number
-            save(saved, progress)
-            continue
+        if step in progress["marked"]:
+            number = settle(step, kind, text, key_of(progress, step), done, progress)
+            if number is not None:
+                done[step] = number
+                save(saved, progress)
+                continue
         progress["marked"].append(step)
         save(saved, progress)
         point("marked")
-        done[step] = send(kind, text, key, done)
+        done[step] = send(kind, text, key_of(progress, step), done)
         point("answered")
         save(saved, progress)
         point("saved")

@@ -213,7 +213,7 @@ def test_a_fault_with_no_form_for_a_served_loop_is_refused_in_one_line(cli):
                          "power-cut")
     assert (code, out) == (2, "")
     assert err.strip().endswith("--fault power-cut has no form yet for a loop whose tools call crashlab's service "
-                                "(those that have: crash, expired-key, timeout, tracker-crash, wrong-answer)")
+                                "(those that have: crash, expired-key, late-delivery, timeout, tracker-crash, wrong-answer)")
 
 
 @pytest.mark.slow
@@ -227,7 +227,7 @@ def test_a_restart_two_days_later_finds_the_services_key_forgotten_and_duplicate
 def test_a_downtime_the_fault_does_not_have_is_refused_in_one_line(cli):
     code, out, err = cli("explain", "keyed+expired-key:1~5", "--loop", "examples/http_loop.py:keyed",
                          "--effects", EFFECTS)
-    assert (code, out) == (2, "") and "keyed+expired-key:1~5: its death 1 names no downtime" in err
+    assert (code, out) == (2, "") and "keyed+expired-key:1~5: the death at process 1's point 1 leaves 2 states (~1, ~2)" in err
 
 
 @pytest.mark.slow
@@ -301,3 +301,31 @@ def test_a_loop_that_ends_with_sys_exit_0_has_returned_and_one_that_exits_1_has_
     assert code == 0 and json.loads(out)[0]["scenarios"] == 1
     code, _, err = cli("sweep", "--loop", f"{loop}:fails", "--effects", effects, "--depth", "1")
     assert code == 3 and "fails: process 1 failed: SystemExit: 1" in err
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("tracker, duplicates", [("lookup", True), ("fencing", False)])
+def test_a_request_on_the_wire_lands_after_the_ladders_lookup_said_no_and_only_a_fence_stops_it(cli, tracker,
+                                                                                                duplicates):
+    """The book's late delivery against the real service: a death at the service's `sent` leaves the request
+    held; it lands at each point of the restart in turn, after the ladder's lookup heard "no" and resent."""
+    code, out, _ = cli("sweep", "--loop", "examples/http_loop.py:ladder", "--effects", EFFECTS, "--tracker",
+                       tracker, "--fault", "late-delivery", "--format", "json")
+    (row,) = json.loads(out)
+    assert code == 0 and row["scenarios"] > 3 and (row["missing"], row["stuck"]) == (0, 0)
+    assert row["with_dups"] == (row["scenarios"] if duplicates else 0)
+
+
+def test_a_late_request_is_told_where_it_lands_and_a_landing_the_restart_never_reaches_is_refused(cli):
+    args = ("--loop", "examples/http_loop.py:plain", "--effects", EFFECTS, "--format", "json")
+    code, out, _ = cli("explain", "plain+late-delivery:1~3", *args)
+    told = json.loads(out)
+    restart = [line.split() for line in told["processes"][1]["events"]]
+    landed = next(k for k, words in enumerate(restart) if "LATE:" in words)
+    assert code == 0 and told["verdict"]["duplicates"] == {"A": 1}
+    assert restart[landed - 1][0] == "3", "it lands as the restart passes its point 3"
+    assert restart[landed][-3:] == ["APPLIES", "it,", "#2"]
+    code, out, err = cli("explain", "plain+late-delivery:1~99", *args)
+    assert (code, out) == (2, "") and "the restart passes 12 crash points, so a late request lands" in err
+    code, out, err = cli("explain", "plain+late-delivery:2~1", *args)
+    assert (code, out) == (2, "") and "the death at process 1's point 2 leaves no state these faults" in err

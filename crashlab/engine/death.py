@@ -7,6 +7,7 @@ each is a scenario of its own, named by its choice, one number per fault that ch
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from crashlab.durable.state import Durable
@@ -62,3 +63,21 @@ class Death:
     def crash(self) -> Left:
         """What a SIGKILL here leaves: everything durable, as it is."""
         return Left(Durable.of(self.world, self.store))
+
+
+def chosen(groups: Iterable[Iterable[Left]], choice: Choice, points: Recorder) -> Left:
+    """The state `choice` names among those a death leaves (a crash's, when no fault chooses)."""
+    found: list[Choice] = []
+    for group in groups:
+        for left in group:
+            if left.choice == choice:
+                return left
+            found.append(left.choice)
+            if left.at_point and (left.choice[:-1] != choice[:-1] or left.choice[-1] >= choice[-1]):
+                break  # a group whose choices name the restart's points, and not the one named
+    dead = points.dead
+    where = f"process {points.process}'s point {dead.index}" if dead else f"process {points.process}"
+    if not found:
+        raise NoSuchChoice(f"{points.scenario}: the death at {where} leaves no state these faults choose from")
+    shown = ", ".join("~" + ".".join(map(str, c)) for c in found)
+    raise NoSuchChoice(f"{points.scenario}: the death at {where} leaves {len(found)} states ({shown})")

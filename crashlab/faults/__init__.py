@@ -56,7 +56,9 @@ class Serving:
     whether it passes its crash points between a commit's steps, and `dies` whether every death of
     the loop takes the service with it, which then restarts from what it committed. With
     `downtimes`, each death leaves one state per downtime (its choice, ``I~S``): the service's clock
-    moves on by it before the restart. Its person answers question `wrong_at` wrong.
+    moves on by it before the restart. Its person answers question `wrong_at` wrong. With `late`, a
+    death at its point ``sent`` leaves the request on the wire, and each point of the restart where it
+    may land is a state (its choice, ``I~K``), open-ended as the restart's points are.
     """
 
     commit: str = "one-txn"
@@ -65,6 +67,7 @@ class Serving:
     downtimes: tuple[float, ...] = ()
     wrong_at: int = 0  # the question (from 1) its person answers wrong; 0: none
     no_reply: str = ""  # "K-applied" or "K-lost": its K-th changing request gets no reply in time
+    late: bool = False
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,10 @@ scenario: ``agent-lookup+late-delivery:12~3`` lands at the third point of the re
 point 12. The restart crashes no more. A tracker that answers lookups says "no" to a request not yet
 landed and takes the resend and the late arrival both; one that fences the key on that "no" refuses
 the late arrival, and a keyed tracker answers it from the resend's key.
+
+A loop whose tools call crashlab's service meets the same fault there (`serve`): the service passes
+``sent`` as each changing request arrives, holds the request of a loop killed there, and lands it
+when the harness says (`crashlab.runners.served.Landing`).
 """
 
 from __future__ import annotations
@@ -17,7 +21,8 @@ from typing import Any
 
 from crashlab.engine.death import Death, Left, NoSuchChoice
 from crashlab.engine.points import Event
-from crashlab.faults import Fault
+from crashlab.errors import BadInput
+from crashlab.faults import Fault, Serving
 from crashlab.job import Call
 from crashlab.world import Parts, Relay, Tracker, Wire
 
@@ -123,6 +128,14 @@ class LateDelivery(Fault):
         if delivery is None:
             return ()  # nothing in flight: a death here is no scenario of this fault
         return Landings(left, at, delivery)
+
+    def serve(self, serving: Serving) -> Serving:
+        """A changing request passes ``sent`` as it reaches the service; a death there leaves it held, to land
+        at a point of the restart. The service's commit points would come in the middle of a landing."""
+        if serving.steps or serving.dies:
+            raise BadInput("--fault late-delivery cannot be swept with a service that dies between its commit "
+                           "steps (tracker-crash) on a loop that calls the service: choose one")
+        return replace(serving, late=True)
 
     def note(self, event: Event) -> str | None:
         if event.kind != "late":

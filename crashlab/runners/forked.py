@@ -32,7 +32,7 @@ import msgspec
 
 from crashlab.durable.state import Durable
 from crashlab.durable.store import FileStore
-from crashlab.engine.death import Choice, Left
+from crashlab.engine.death import Choice, Left, chosen
 from crashlab.engine.points import Crash, Event, Recorder, Where, recording
 from crashlab.engine.run import Run
 from crashlab.engine.scenario import ScenarioRun, Setup, check_death, check_finished
@@ -137,15 +137,19 @@ class Forked:
             check_death(points, returned)
             if points.dead is None:
                 break
+            if outside is not None:  # the state its choice names, among those the service's faults leave here
+                chosen(outside.left(points.points(points.process)[-1]), choices[points.process - 1]
+                       if points.process <= len(choices) else (), points)
             if points.process == len(crashes):  # the last death: where the last process starts
                 start = Left(Durable(files_of(directory, setup), world_now()))
         world = World.new(setup.job, points, setup.variant.tracker, desk=setup.variant.desk)
         world.restore(world_now())
         store = FileStore(directory, points, sync="none")
         final = check_finished(points, store) if setup.variant.keeps_checkpoint else None
-        # What a death here leaves: a crash's one state, or the states the service's faults make of it.
-        one: list[Iterable[Left]] = [(Left(None),)] if outside is None else outside.left()
-        deaths = [one for _ in points.points(points.process)] if watch else None
+        # What a death at each point leaves: a crash's one state, or the states the service's faults make of it.
+        one: list[Iterable[Left]] = [(Left(None),)]
+        deaths = [one if outside is None else outside.left(point) for point in points.points(points.process)] \
+            if watch else None
         return ScenarioRun(setup, crashes, choices, points, world, store, final, stuck is None, start, stuck, (),
                            deaths)
 

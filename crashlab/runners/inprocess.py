@@ -18,7 +18,7 @@ from pathlib import Path
 
 from crashlab.durable.checkpoint import CheckpointError
 from crashlab.durable.store import FileStore, MemoryStore, Store
-from crashlab.engine.death import Choice, Death, Left, NoSuchChoice
+from crashlab.engine.death import Choice, Death, Left, chosen
 from crashlab.engine.points import Crash, Recorder, recording
 from crashlab.engine.run import Run
 from crashlab.engine.scenario import ScenarioRun, Setup, check_death, check_finished
@@ -137,24 +137,6 @@ class InProcess:
         final = check_finished(points, store) if stuck is None and setup.variant.keeps_checkpoint else None
         return ScenarioRun(setup, crashes, choices, points, world, store, final, stuck is None, start, stuck, left,
                            deaths)
-
-
-def chosen(groups: Iterable[Iterable[Left]], choice: Choice, points: Recorder) -> Left:
-    """The state `choice` names among those a death leaves (a crash's, when no fault chooses)."""
-    found: list[Choice] = []
-    for group in groups:
-        for left in group:
-            if left.choice == choice:
-                return left
-            found.append(left.choice)
-            if left.at_point and (left.choice[:-1] != choice[:-1] or left.choice[-1] >= choice[-1]):
-                break  # a group whose choices name the restart's points, and not the one named
-    dead = points.dead
-    where = f"process {points.process}'s point {dead.index}" if dead else f"process {points.process}"
-    if not found:
-        raise NoSuchChoice(f"{points.scenario}: the death at {where} leaves no state these faults choose from")
-    shown = ", ".join("~" + ".".join(map(str, c)) for c in found)
-    raise NoSuchChoice(f"{points.scenario}: the death at {where} leaves {len(found)} states ({shown})")
 
 
 def memory_store(points: Recorder, sync: str) -> Store:

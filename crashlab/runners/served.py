@@ -22,7 +22,9 @@ import shutil
 import signal
 import socket
 import tempfile
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from itertools import count
 from pathlib import Path
 from typing import Any
 
@@ -66,12 +68,14 @@ def _where(where: Where) -> list[Any]:
     return [where.turn, where.call, where.tool]
 
 
-def live_served(setup: Setup, points: Recorder, directory: Path, service: ServiceProcess, dies: bool = False) -> bool:
+def live_served(setup: Setup, points: Recorder, directory: Path, service: ServiceProcess, dies: bool = False,
+                landing: Landing | None = None) -> bool:
     """Fork the process `points.process` of the scenario against `service`; True if it returned, False if
     it died at its crash point. Its events, and the service's while it ran, go into `points` in order.
 
     With `dies`, a death at one of the service's own points takes the service too: it never hears the
-    harness's word, and the caller kills it where it waits."""
+    harness's word, and the caller kills it where it waits. A `landing` lands the request a dead
+    process left on the wire as this one passes its point."""
     assert service.control is not None, "a sweep's service has a control line"
     ours, theirs = socket.socketpair()
     pid = os.fork()
@@ -86,12 +90,13 @@ def live_served(setup: Setup, points: Recorder, directory: Path, service: Servic
             os._exit(status)
     theirs.close()
     try:
-        return _watch(points, pid, ours, service.control, dies)
+        return _watch(points, pid, ours, service.control, dies, landing)
     finally:
         ours.close()
 
 
-def _watch(points: Recorder, pid: int, loop: socket.socket, service: socket.socket, dies: bool) -> bool:
+def _watch(points: Recorder, pid: int, loop: socket.socket, service: socket.socket, dies: bool,
+           landing: Landing | None = None) -> bool:
     """Take every event of the loop and the service until the loop's process ends, and kill it where told."""
     where = Where()
     target = points.crash_at[points.process - 1] if points.process <= len(points.crash_at) else 0
@@ -108,13 +113,17 @@ def _watch(points: Recorder, pid: int, loop: socket.socket, service: socket.sock
         crash_point = label if kind == "point" else message.get("point")
         if crash_point:
             points.passed += 1
-            points.events.append(Event(points.process, "point", str(crash_point), where, points.passed))
+            points.events.append(Event(points.process, "point", str(crash_point), where, points.passed,
+                                       {"service": True} if answer is service else {}))
             if points.passed == target:
                 kill(pid)
                 points.events.append(Event(points.process, "crash", str(crash_point), where, points.passed))
                 points.dead = Crash(str(crash_point), points.passed)
+            if landing is not None:
+                landing.reached(points, where)
         if answer is not None and (points.dead is None or (answer is service and not dies)):
-            control.send(answer, {"go": True})
+            on_the_wire = points.dead is not None and crash_point == "sent"  # the loop died with it sent
+            control.send(answer, control.HOLD if on_the_wire else control.GO)
         return points.dead is None
 
     def from_loop() -> bool | None:
@@ -204,6 +213,46 @@ def served_world(setup: Setup, state: Mapping[str, Any]) -> WorldState:
                       state["model_calls"], ())
 
 
+@dataclass
+class Landing:
+    """Where the request a dead process left on the wire lands: as its restart passes its point `at`, or,
+    one past its last, after its end. The service holds it until then."""
+
+    at: int
+    service: ServiceProcess
+    landed: bool = False
+
+    def reached(self, points: Recorder, where: Where) -> None:
+        if not self.landed and points.passed == self.at:
+            self.land(points, where)
+
+    def after_end(self, points: Recorder) -> None:
+        if self.landed:
+            return
+        if self.at != points.passed + 1:
+            raise NoSuchChoice(f"{points.scenario}: the restart passes {points.passed} crash points, so a late "
+                               f"request lands at one of them or after the last (~1 to ~{points.passed + 1})")
+        self.land(points, Where())
+
+    def land(self, points: Recorder, where: Where) -> None:
+        said = self.service.land()
+        self.landed = True
+        points.events.append(Event(points.process, "late", str(said.pop("label")), where, 0, said))
+
+
+@dataclass(frozen=True)
+class Landings:
+    """The states a death at the service's ``sent`` leaves: the request lands at the restart's point k, from 1
+    on, as far as the restart goes. A plain value, so a branch can grow in another process."""
+
+    left: Left
+
+    def __iter__(self) -> Iterator[Left]:
+        for k in count(1):
+            yield self.left.then(f"the request the dead process sent was on the wire: it lands as the restart passes "
+                                 f"its point {k}, or after the restart's end", k, at_point=k)
+
+
 class Outside:
     """The world outside a served loop in one scenario: crashlab's service, run as the faults serve it, or
     a service of yours standing in for it. It lives each process of the loop against it, and says what
@@ -228,9 +277,16 @@ class Outside:
         if self.stand is not None:
             return plain(self.setup, points, directory, self.stand.env())
         assert self.service is not None
-        if self.serving.downtimes and points.process > 1:  # a restart, after a while
-            self.service.advance(downtime(self.serving, self.choices, points.process - 1, points.scenario))
-        returned = live_served(self.setup, points, directory, self.service, self.serving.dies)
+        landing = None
+        if points.process > 1:  # a restart: after a while, with a request of the dead process on the wire
+            choice = self.choices[points.process - 2] if points.process - 1 <= len(self.choices) else ()
+            if self.serving.downtimes:  # the choice is one the death allows (`chosen` saw to it)
+                self.service.advance(self.serving.downtimes[choice[0] - 1])
+            if self.serving.late:
+                landing = Landing(choice[-1] if choice else 0, self.service)
+        returned = live_served(self.setup, points, directory, self.service, self.serving.dies, landing)
+        if returned and landing is not None:
+            landing.after_end(points)
         if not returned and self.serving.dies:  # the service dies with the loop, and starts again
             self.service.kill()
             self.service = self.services.restart(self.setup.variant.tracker, self.serving)
@@ -242,21 +298,18 @@ class Outside:
         assert self.service is not None
         return served_world(self.setup, self.service.state())
 
-    def left(self) -> list[Iterable[Left]]:
-        """The states a death leaves: the crash's, or one per downtime before the restart."""
-        if not self.serving.downtimes:
-            return [(Left(None),)]
-        return [tuple(Left(None, f"it starts {hours:g} h after the death", (s,))
-                      for s, hours in enumerate(self.serving.downtimes, start=1))]
-
-
-def downtime(serving: Serving, choices: tuple[Choice, ...], death: int, scenario: str) -> float:
-    """The hours between the `death`-th death and its restart, as the scenario's choice there names them."""
-    choice = choices[death - 1] if death <= len(choices) else ()
-    if len(choice) != 1 or not 1 <= choice[0] <= len(serving.downtimes):
-        raise NoSuchChoice(f"{scenario}: its death {death} names no downtime: give ~S, S from 1 to "
-                           f"{len(serving.downtimes)}, after its crash point")
-    return serving.downtimes[choice[0] - 1]
+    def left(self, point: Event) -> list[Iterable[Left]]:
+        """The states a death at `point` leaves: the crash's; or one per downtime before the restart; and, under
+        late delivery, one per point of the restart where the request on the wire lands (none where none is)."""
+        groups: list[Iterable[Left]] = [(Left(None),)]
+        if self.serving.downtimes:
+            groups = [tuple(Left(None, f"it starts {hours:g} h after the death", (s,))
+                            for s, hours in enumerate(self.serving.downtimes, start=1))]
+        if self.serving.late:
+            if not (point.label == "sent" and point.detail.get("service")):
+                return []  # nothing on the wire: a death here is no scenario of late delivery
+            groups = [Landings(left) for group in groups for left in group]
+        return groups
 
 
 class Services:
@@ -284,7 +337,7 @@ class Services:
             self.places[way] = Path(tempfile.mkdtemp(dir=self.root))
         self.running[way] = ServiceProcess.start(self.places[way], tracker=tracker, commit=serving.commit,
                                                  steps=serving.steps, wrong_at=serving.wrong_at,
-                                                 no_reply=serving.no_reply)
+                                                 no_reply=serving.no_reply, late=serving.late)
         return self.running[way]
 
     def __enter__(self) -> Services:
