@@ -96,7 +96,7 @@ def test_wrong_results_orphans_and_a_stuck_run_are_failures_too():
     swept = [scenario(1, did=outcome(wrong=("C",))), scenario(2, did=outcome(orphans=2)),
              scenario(3, did=outcome(stuck=1)), scenario(4, did=outcome(orphans=1))]
     assert [w.failure for w in windows(swept)] == ["C names the wrong record", "2 stray records no effect accounts for",
-                                                   "stuck on an unreadable checkpoint",
+                                                   "stuck: the run cannot go on",
                                                    "1 stray record no effect accounts for"]
 
 
@@ -115,6 +115,18 @@ def test_other_fault_settings_and_other_choices_never_share_a_window():
     assert [(w.first_id, w.last_id) for w in windows(swept)] == [
         ("loop+cut:1", "loop+cut:2"), ("loop+cut=2:2", "loop+cut=2:2"), ("loop:3~1", "loop:4~1"),
         ("loop:3~2", "loop:3~2")]
+
+
+def test_one_crash_point_whose_death_leaves_state_after_state_doing_the_same_harm_is_one_window():
+    """A late request lands at the restart's point 1, 2, 3, ...: the same duplicate each time is one line."""
+    swept = [*(scenario(1, did=TWICE, choices=((k,),)) for k in (1, 2, 3)), scenario(1, choices=((4,),)),
+             scenario(1, did=TWICE, choices=((5,),)), scenario(3, did=TWICE, choices=((1,),))]
+    found = windows(swept)
+    assert [(w.first_id, w.last_id, w.scenarios, w.states) for w in found] == [
+        ("loop:1~1", "loop:1~3", 3, "~1 to ~3"), ("loop:1~5", "loop:1~5", 1, ""), ("loop:3~1", "loop:3~1", 1, "")]
+    assert describe(found[0], replay) == ("A made twice when the process dies at `accepted#1`, in each state its "
+                                          "death leaves from ~1 to ~3 (3 scenarios, loop:1~1 to loop:1~3); "
+                                          "replay: crashlab explain loop:1~1")
 
 
 def test_a_window_reads_as_a_sentence_with_the_command_that_replays_it():

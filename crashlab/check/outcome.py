@@ -51,7 +51,8 @@ class Counts:
     asks: int = field(default=0, metadata=column("asks", "questions to a person: did this call reach the tracker?"))
     approvals: int = field(default=0, metadata=column("approvals", "approval decisions asked of a person"))
     calls_plus: int = field(default=0, metadata=column("calls+", "model calls beyond the uninterrupted run's"))
-    stuck: int = field(default=0, metadata=column("stuck", "runs that cannot go on: their checkpoint is unreadable"))
+    stuck: int = field(default=0, metadata=column(
+        "stuck", "runs that cannot go on: an unreadable checkpoint, or a restart that fails in what its deaths left"))
     orphans: int = field(default=0, metadata=column("orphans", "records no intended effect accounts for"))
     flaky: int = field(default=0, metadata=column("flaky", "scenarios whose repeats disagreed or strayed"))
 

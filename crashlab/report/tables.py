@@ -48,8 +48,8 @@ COLUMNS: dict[Table, Columns] = {
     "book": ("once", "twice", "distinct", "with_dups", "dups", "missing", "wrong", "asks", "calls_plus"),
     "agent": ("points", "twice", "scenarios", "distinct", "with_dups", "dups", "missing", "wrong", "asks",
               "approvals", "calls_plus"),
-    "loop": ("points", "twice", "scenarios", "distinct", "with_dups", "dups", "missing", "asks", "calls_plus",
-             "flaky"),
+    "loop": ("points", "twice", "scenarios", "distinct", "with_dups", "dups", "missing", "orphans", "stuck", "asks",
+             "calls_plus", "flaky"),
 }
 #: The columns that count scenarios by depth: the ones a table of another depth has more or fewer of.
 _DEPTH_KEYS = {"once", "points", "twice"}

@@ -37,6 +37,9 @@ class Window:
     last_id: str  # the scenario that dies at `last`
     scenarios: int  # how many scenarios the span holds: one per crash point
     failure: str  # what each of them did, as people read it: "A made twice, C lost"
+    #: A window at one crash point may span instead the states its death leaves (where a late request
+    #: lands): their choices, "~1 to ~13"; "" for a span of crash points.
+    states: str = ""
 
 
 def failure(outcome: Outcome) -> Failure | None:
@@ -57,7 +60,7 @@ def said(outcome: Outcome) -> str:
     if o.orphans:
         parts.append(f"{o.orphans} stray record{'s' if o.orphans > 1 else ''} no effect accounts for")
     if o.stuck:
-        parts.append("stuck on an unreadable checkpoint")
+        parts.append("stuck: the run cannot go on")
     if o.flaky:
         parts.append("flaky: its repeats disagreed or a process strayed")
     return ", ".join(parts)
@@ -71,6 +74,7 @@ class _Open:
     failure: Failure
     index: int  # its last crash index
     window: Window
+    group: Group  # its last scenario's
 
     def take(self, s: ScenarioResult) -> None:
         self.index = s.crashes[-1]
@@ -93,13 +97,13 @@ def windows(scenarios: Iterable[ScenarioResult]) -> list[Window]:
     grows. Every failing scenario lands in exactly one window; a scenario with no crash at all (a fault
     that breaks the run without one) is a window of its own.
     """
-    done: list[tuple[int, Window]] = []
+    done: list[_Open] = []
     growing: dict[Group, _Open] = {}
     for order, s in enumerate(scenarios):
         failed = failure(s.outcome)
         if not s.crashes:
             if failed is not None:
-                done.append((order, Window((), "", "", s.id, s.id, 1, said(s.outcome))))
+                done.append(_Open(order, failed, 0, Window((), "", "", s.id, s.id, 1, said(s.outcome)), _group(s)))
             continue
         group = _group(s)
         current = growing.get(group)
@@ -107,13 +111,41 @@ def windows(scenarios: Iterable[ScenarioResult]) -> list[Window]:
             current.take(s)
             continue
         if current is not None:
-            done.append((current.order, growing.pop(group).window))
+            done.append(growing.pop(group))
         if failed is not None:
             point = s.points[-1]
             window = Window(s.points[:-1], point, point, s.id, s.id, 1, said(s.outcome))
-            growing[group] = _Open(order, failed, s.crashes[-1], window)
-    done += [(current.order, current.window) for current in growing.values()]
-    return [window for _, window in sorted(done, key=lambda pair: pair[0])]
+            growing[group] = _Open(order, failed, s.crashes[-1], window, group)
+    done += growing.values()
+    return _across_states(sorted(done, key=lambda window: window.order))
+
+
+def _across_states(done: list[_Open]) -> list[Window]:
+    """Join the windows of one scenario each that die at one crash point, one after another in the states the
+    death leaves (~1, ~2, ...), and fail the same way: one line where a late request may land anywhere."""
+    joined: list[_Open] = []
+    for this in done:
+        last = joined[-1] if joined else None
+        if last is not None and last.failure == this.failure and last.index == this.index and \
+                _next_state(last, this):
+            w, first = last.window, this.group[2][-1][-1] - last.window.scenarios
+            last.window = Window(w.earlier, w.first, w.last, w.first_id, this.window.last_id, w.scenarios + 1,
+                                 w.failure, f"~{first} to ~{this.group[2][-1][-1]}")
+            last.group = this.group
+        else:
+            joined.append(this)
+    return [window.window for window in joined]
+
+
+def _next_state(last: _Open, this: _Open) -> bool:
+    """Whether `this` is one scenario that dies where `last` (a window of one crash point) does, in the state
+    after `last`'s last: the two groups differ only in the last number of their last choice, by one."""
+    (head, earlier, choices), (this_head, this_earlier, these) = last.group, this.group
+    if this.window.scenarios != 1 or not these or not these[-1] or not choices or not choices[-1]:
+        return False
+    if last.window.first != last.window.last or (head, earlier) != (this_head, this_earlier):
+        return False
+    return (choices[:-1], choices[-1][:-1], choices[-1][-1] + 1) == (these[:-1], these[-1][:-1], these[-1][-1])
 
 
 def _ordinal(n: int) -> str:
@@ -131,6 +163,7 @@ def describe(window: Window, replay: Callable[[str], str]) -> str:
         where = "with no process dying"
     else:
         at = f"at `{w.first}`" if w.first == w.last else f"anywhere from `{w.first}` to `{w.last}`"
+        at += f", in each state its death leaves from {w.states}" if w.states else ""
         if not w.earlier:
             where = f"when the process dies {at}"
         elif len(w.earlier) == 1:
