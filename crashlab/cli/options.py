@@ -13,7 +13,7 @@ from crashlab.errors import BadInput
 from crashlab.faults import Faults, registry
 from crashlab.job import Job, find_job, shown
 from crashlab.loops import FAMILIES, VARIANTS, yours
-from crashlab.runners import RunnerSpec, StoreKind
+from crashlab.runners import TIME_LIMIT, RunnerSpec, StoreKind
 from crashlab.world import TRACKER_MODES
 
 DEFAULT_JOB = "triage"
@@ -105,12 +105,28 @@ def choose(job_spec: str, loop: str | None, variant: str | None, tracker: str | 
     return job, variants
 
 
-def runner_for(variants: list[Variant], kill: bool, store: str | None) -> RunnerSpec:
+def runner_for(variants: list[Variant], kill: bool, store: str | None, limit: float = TIME_LIMIT) -> RunnerSpec:
     """In process, unless `--kill` asks for real deaths or the loop is yours (which calls a real service)."""
     if kill and store == "memory":
         raise BadInput("--kill needs --store files: a memory store cannot outlive a real death")
     forked = kill or any(v.service for v in variants)
-    return RunnerSpec("forked" if forked else "in-process", cast(StoreKind, store or ("files" if forked else "memory")))
+    return RunnerSpec("forked" if forked else "in-process", cast(StoreKind, store or ("files" if forked else "memory")),
+                      limit)
+
+
+def _seconds(ctx: click.Context, param: click.Parameter, value: float) -> float:
+    if not 0.1 <= value <= MAX_TIME_LIMIT:  # also refuses nan, which every comparison fails
+        raise click.BadParameter(f"{value} is not a number of seconds from 0.1 to {MAX_TIME_LIMIT:g}")
+    return value
+
+
+#: The longest `--time-limit`: a day.
+MAX_TIME_LIMIT = 86400.0
+time_limit_option = click.option(
+    "--time-limit", "time_limit", type=float, default=TIME_LIMIT, show_default=True, metavar="SECONDS",
+    callback=_seconds,
+    help="Kill a process that runs for real (--kill, a loop of yours, a framework) after SECONDS, with every "
+         "process it started: a restart that hangs is stuck, a first run that hangs fails the sweep.")
 
 
 def check_loop(loop: str | None) -> None:

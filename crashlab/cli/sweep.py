@@ -21,6 +21,7 @@ from crashlab.cli.options import (
     faults_of,
     job_option,
     runner_for,
+    time_limit_option,
     variant_options,
 )
 from crashlab.engine.parallel import default_workers
@@ -78,10 +79,12 @@ LISTS = {
               help="Run every process of every scenario on the forked runner: a real OS process, forked from this "
                    "one, that SIGKILLs itself at its crash point, over a world in SQLite and a checkpoint file. "
                    "It re-executes every scenario.")
+@time_limit_option
 def sweep(job_spec: str, loop: str | None, variant: str | None, tracker: str | None, effects_file: str | None,
           store: str | None, fmt: str,
           golden_file: str | None, listing: str | None, out: str | None, depth: int, replay: bool, workers: int,
-          scheduler: str | None, fault_slugs: tuple[str, ...], kill: bool, **settings: str | None) -> None:
+          scheduler: str | None, fault_slugs: tuple[str, ...], kill: bool, time_limit: float,
+          **settings: str | None) -> None:
     """Crash the loop at every point, and its restart at every point, and count the damage.
 
     \b
@@ -100,7 +103,7 @@ def sweep(job_spec: str, loop: str | None, variant: str | None, tracker: str | N
     JSON and CSV carry every count: stuck runs, orphan records and flaky scenarios too.
     """
     job, variants = choose(job_spec, loop, variant, tracker, effects_file)
-    spec = runner_for(variants, kill, store)
+    spec = runner_for(variants, kill, store, time_limit)
     if "all" in fault_slugs:
         if len(fault_slugs) > 1 or any(settings.values()):
             raise BadInput("--fault all sweeps every fault at each of its settings: it takes no other --fault, and "

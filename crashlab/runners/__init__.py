@@ -28,6 +28,10 @@ OFFERS: dict[RunnerKind, frozenset[str]] = {
     "in-process": frozenset({"world-in-memory", "page-cache", "snapshots"}),
     "forked": frozenset({"real-death"}),
 }
+#: How long one process of a scenario that runs for real may run, in seconds, before the harness kills it
+#: (``--time-limit``): a restart that hangs is stuck, a first run that hangs fails the sweep. A DBOS
+#: process, the slowest here, takes about a second.
+TIME_LIMIT = 60.0
 #: What each runner is called on the command line, for the errors that refuse a combination.
 CALLED = {"in-process": "the in-process runner", "forked": "the forked runner (--kill)"}
 
@@ -53,6 +57,7 @@ class RunnerSpec:
 
     kind: RunnerKind = "in-process"
     store: StoreKind = "memory"
+    limit: float = TIME_LIMIT  # seconds a real process may run (forked only)
 
     @property
     def offers(self) -> frozenset[str]:
@@ -63,7 +68,7 @@ class RunnerSpec:
         if self.kind == "forked":
             from crashlab.runners.forked import Forked
 
-            with Forked.opened() as forked:
+            with Forked.opened(self.limit) as forked:
                 yield forked
         else:
             from crashlab.runners.inprocess import InProcess

@@ -17,13 +17,14 @@ its story; they count nothing.
 from __future__ import annotations
 
 import os
+import select
 import shutil
 import signal
 import tempfile
 import time
 import traceback
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,7 @@ from crashlab.engine.run import Run
 from crashlab.engine.scenario import ScenarioRun, Setup, check_death, check_finished
 from crashlab.engine.variant import RunnerKind
 from crashlab.errors import HarnessError
+from crashlab.runners import TIME_LIMIT
 from crashlab.runners.served import RUN_DIR, SCRATCH, LoopFailed, Outside, Services
 from crashlab.world import World, WorldState
 from crashlab.world.sqlite import TRACKER_FILE, Database, PersonFactory, SqlitePerson, open_world, world_in
@@ -46,9 +48,16 @@ from crashlab.world.sqlite import TRACKER_FILE, Database, PersonFactory, SqliteP
 HARNESS_FILES = ("lock", "checkpoint.json.tmp")
 
 
-def die() -> None:
-    """SIGKILL this process: the death that no code survives."""
+def die(group: bool = False) -> None:
+    """SIGKILL this process (with `group`, every process of its group: each it started): the death that no
+    code survives, in this process or in a helper it forked or spawned."""
+    if group:
+        os.killpg(0, signal.SIGKILL)
     os.kill(os.getpid(), signal.SIGKILL)
+
+
+class Hung(HarnessError):
+    """A process of a scenario ran past its time limit: the harness killed it, with all it started."""
 
 
 class KillingRecorder(Recorder):
@@ -60,12 +69,14 @@ class KillingRecorder(Recorder):
     """
 
     def __init__(self, kill_at: int | None = None, pace: float = 0.0, echo: Callable[[str], None] | None = None,
-                 last_words: Callable[[], None] | None = None, scenario: str = "run", process: int = 0):
+                 last_words: Callable[[], None] | None = None, scenario: str = "run", process: int = 0,
+                 group: bool = False):
         super().__init__((), scenario, process)
         self.kill_at = kill_at
         self.pace = pace
         self.echo = echo
         self.last_words = last_words
+        self.group = group  # whether its death takes its process group: a sweep's process leads its own
 
     def hit(self, label: str) -> None:
         super().hit(label)
@@ -74,7 +85,7 @@ class KillingRecorder(Recorder):
         if self.passed == self.kill_at:
             if self.last_words is not None:
                 self.last_words()
-            die()
+            die(self.group)
         if self.pace:
             time.sleep(self.pace)
 
@@ -101,15 +112,16 @@ class Forked:
 
     kind: RunnerKind = "forked"
 
-    def __init__(self, fresh: Callable[[], Path], services: Services):
+    def __init__(self, fresh: Callable[[], Path], services: Services, limit: float = TIME_LIMIT):
         self.fresh = fresh
         self.services = services
+        self.limit = limit
 
     @classmethod
     @contextmanager
-    def opened(cls) -> Iterator[Forked]:
+    def opened(cls, limit: float = TIME_LIMIT) -> Iterator[Forked]:
         with directories() as fresh, Services() as services:
-            yield cls(fresh, services)
+            yield cls(fresh, services, limit)
 
     def scenario(self, setup: Setup, crashes: tuple[int, ...], choices: tuple[Choice, ...] = (),
                  watch: bool = False) -> ScenarioRun:
@@ -127,7 +139,8 @@ class Forked:
         for _ in range(len(crashes) + 1):
             points.start_process()
             try:
-                returned = live(setup, points, directory) if outside is None else outside.live(points, directory, live)
+                returned = live(setup, points, directory, limit=self.limit) if outside is None else \
+                    outside.live(points, directory, partial(live, limit=self.limit), self.limit)
             except LoopFailed as failed:
                 if not (crashes or setup.faults) or points.process <= len(crashes):
                     raise  # it fails by itself, or before the point it reached before: not deterministic
@@ -158,13 +171,18 @@ class Forked:
         raise NotImplementedError("the forked runner re-executes every scenario: it keeps no snapshot to start from")
 
 
-def live(setup: Setup, points: Recorder, directory: Path, env: Mapping[str, str] | None = None) -> bool:
+def live(setup: Setup, points: Recorder, directory: Path, env: Mapping[str, str] | None = None,
+         limit: float = TIME_LIMIT) -> bool:
     """Fork the process `points.process` of the scenario, wait for its end, and note its life in `points`.
 
-    True if it returned, False if it died at its crash point; anything else fails the scenario.
+    True if it returned, False if it died at its crash point; anything else fails the scenario, and a
+    process that runs past `limit` seconds fails it as `LoopFailed`, hung.
     """
-    status, said = forked(partial(_child, setup, points, directory, env))
     where = f"{points.scenario}: process {points.process}"
+    try:
+        status, said = forked(partial(_child, setup, points, directory, env), limit)
+    except Hung as hung:
+        raise LoopFailed(where, str(hung)) from None
     if not said:
         raise HarnessError(f"{where} ended (wait status {status}) without a word: killed by something else?")
     report = msgspec.msgpack.decode(said, type=Report)
@@ -187,7 +205,7 @@ def _child(setup: Setup, parent: Recorder, directory: Path, env: Mapping[str, st
     """One process of the scenario: the loop against the files in `directory`, killed at its point."""
     process, crash_at = parent.process, parent.crash_at
     points = KillingRecorder(crash_at[process - 1] if process <= len(crash_at) else None,
-                             scenario=parent.scenario, process=process - 1)
+                             scenario=parent.scenario, process=process - 1, group=True)
 
     def report(ended: str) -> None:
         events = [(e.kind, e.label, e.where.turn, e.where.call, e.where.tool, e.index, e.detail)
@@ -205,28 +223,86 @@ def _child(setup: Setup, parent: Recorder, directory: Path, env: Mapping[str, st
         report(ended_by(error))
 
 
-def forked(body: Callable[[Callable[[bytes], None]], None]) -> tuple[int, bytes]:
+def forked(body: Callable[[Callable[[bytes], None]], None], limit: float = TIME_LIMIT) -> tuple[int, bytes]:
     """Run `body` in a child forked from this process, wait for it, and return its wait status and all it told.
 
     `body` gets `tell`, which writes bytes down a pipe to the parent. The child exits 0 if `body`
     returns and 1 if it raises, by `os._exit`: never the parent's exit handlers, never its buffered
-    output. A body that tells and then dies (`die`) leaves its words behind.
+    output. A body that tells and then dies (`die`) leaves its words behind. The child leads a
+    process group of its own, and when it ends, whatever it started that still runs is killed: a
+    helper it forked or spawned never outlives it. `Hung` if it runs past `limit` seconds; if this
+    process is interrupted meanwhile, the child's group is killed before the interruption goes on.
     """
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: it never returns from here
         status = 1
         try:
+            os.setpgid(0, 0)
             os.close(read)
             body(partial(_tell, write))
             status = 0
         finally:
             os._exit(status)
     os.close(write)
-    with os.fdopen(read, "rb") as pipe:
-        said = pipe.read()
-    _, status = os.waitpid(pid, 0)
+    try:
+        lead(pid)
+        said = _heard(read, pid, limit)
+        _, status = os.waitpid(pid, 0)
+    except BaseException:
+        end_group(pid)
+        raise
+    finally:
+        os.close(read)
     return status, said
+
+
+def lead(pid: int) -> None:
+    """Make the child the leader of its group from here too, so the group exists before it is signalled (it
+    may have done so itself already, or be gone)."""
+    with suppress(PermissionError, ProcessLookupError):
+        os.setpgid(pid, pid)
+
+
+def _heard(read: int, pid: int, limit: float) -> bytes:
+    """All the child writes down the pipe until it ends, then what it started is killed. The child's end is
+    watched, not the pipe's: a helper that inherited the pipe may hold it open after the child is gone."""
+    said = bytearray()
+    deadline, is_open = time.monotonic() + limit, True
+    ended = os.pidfd_open(pid)
+    try:
+        while True:
+            left = deadline - time.monotonic()
+            ready = select.select([read, ended] if is_open else [ended], [], [], left)[0] if left > 0 else []
+            if not ready:
+                raise Hung(f"hung: it ran past its time limit of {limit:g} s (--time-limit), and was killed")
+            if ended in ready:
+                break
+            chunk = os.read(read, 1 << 16)
+            said += chunk
+            is_open = bool(chunk)
+    finally:
+        os.close(ended)
+    kill_group(pid)
+    if is_open:  # what it wrote just before it ended
+        os.set_blocking(read, False)
+        with suppress(BlockingIOError):
+            while chunk := os.read(read, 1 << 16):
+                said += chunk
+    return bytes(said)
+
+
+def kill_group(pid: int) -> None:
+    """SIGKILL every process left in the group `pid` leads."""
+    with suppress(ProcessLookupError):
+        os.killpg(pid, signal.SIGKILL)
+
+
+def end_group(pid: int) -> None:
+    """Kill the group `pid` leads, the leader too, and reap the leader."""
+    kill_group(pid)
+    with suppress(ChildProcessError):
+        os.waitpid(pid, 0)
 
 
 def _tell(fd: int, data: bytes) -> None:

@@ -22,6 +22,7 @@ import shutil
 import signal
 import socket
 import tempfile
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from itertools import count
@@ -36,6 +37,7 @@ from crashlab.engine.run import Run
 from crashlab.engine.scenario import Setup
 from crashlab.errors import HarnessError
 from crashlab.faults import Serving
+from crashlab.runners import TIME_LIMIT
 from crashlab.service import control
 from crashlab.service.process import ServiceProcess
 from crashlab.service.yours import YourService, state_of
@@ -69,19 +71,23 @@ def _where(where: Where) -> list[Any]:
 
 
 def live_served(setup: Setup, points: Recorder, directory: Path, service: ServiceProcess, dies: bool = False,
-                landing: Landing | None = None) -> bool:
+                landing: Landing | None = None, limit: float = TIME_LIMIT) -> bool:
     """Fork the process `points.process` of the scenario against `service`; True if it returned, False if
     it died at its crash point. Its events, and the service's while it ran, go into `points` in order.
 
     With `dies`, a death at one of the service's own points takes the service too: it never hears the
     harness's word, and the caller kills it where it waits. A `landing` lands the request a dead
-    process left on the wire as this one passes its point."""
+    process left on the wire as this one passes its point. The process leads a process group, which
+    every kill takes whole, and which is killed when it ends; `LoopFailed`, hung, past `limit` seconds."""
+    from crashlab.runners.forked import end_group, lead
+
     assert service.control is not None, "a sweep's service has a control line"
     ours, theirs = socket.socketpair()
     pid = os.fork()
     if pid == 0:  # the child: it never returns from here
         status = 1
         try:
+            os.setpgid(0, 0)
             ours.close()
             service.control.close()
             _child(setup, points.scenario, points.process - 1, directory, theirs, service.env())
@@ -90,13 +96,15 @@ def live_served(setup: Setup, points: Recorder, directory: Path, service: Servic
             os._exit(status)
     theirs.close()
     try:
-        return _watch(points, pid, ours, service.control, dies, landing)
+        lead(pid)
+        return _watch(points, pid, ours, service.control, dies, landing, time.monotonic() + limit, limit)
     finally:
+        end_group(pid)
         ours.close()
 
 
 def _watch(points: Recorder, pid: int, loop: socket.socket, service: socket.socket, dies: bool,
-           landing: Landing | None = None) -> bool:
+           landing: Landing | None, deadline: float, limit: float) -> bool:
     """Take every event of the loop and the service until the loop's process ends, and kill it where told."""
     where = Where()
     target = points.crash_at[points.process - 1] if points.process <= len(points.crash_at) else 0
@@ -135,7 +143,11 @@ def _watch(points: Recorder, pid: int, loop: socket.socket, service: socket.sock
         return None
 
     while True:
-        ready, _, _ = select.select([loop, service], [], [])
+        left = deadline - time.monotonic()
+        ready = select.select([loop, service], [], [], left)[0] if left > 0 else []
+        if not ready:
+            raise LoopFailed(scenario, f"hung: it ran past its time limit of {limit:g} s (--time-limit), and was "
+                                       "killed")
         if service in ready:
             while select.select([loop], [], [], 0)[0]:  # what the loop told before it made the request
                 if (ended := from_loop()) is not None:
@@ -177,8 +189,9 @@ def _ended(message: dict[str, Any], points: Recorder, pid: int, scenario: str) -
 
 
 def kill(pid: int) -> None:
-    """SIGKILL the loop's process and wait until it is gone: only then may the service answer it."""
-    os.kill(pid, signal.SIGKILL)
+    """SIGKILL the loop's process, with every process it started, and wait until it is gone: only then may
+    the service answer it."""
+    os.killpg(pid, signal.SIGKILL)
     os.waitpid(pid, 0)
 
 
@@ -271,7 +284,7 @@ class Outside:
         variant = setup.variant
         return cls(setup, services, choices) if variant.calls_service or variant.stands_in is not None else None
 
-    def live(self, points: Recorder, directory: Path, plain: Callable[..., bool]) -> bool:
+    def live(self, points: Recorder, directory: Path, plain: Callable[..., bool], limit: float) -> bool:
         """One process of the loop, as `live_served` lives it, or, against a service of yours, as `plain` does
         (at the loop's own points only); `LoopFailed` if it ended with an error."""
         if self.stand is not None:
@@ -284,7 +297,7 @@ class Outside:
                 self.service.advance(self.serving.downtimes[choice[0] - 1])
             if self.serving.late:
                 landing = Landing(choice[-1] if choice else 0, self.service)
-        returned = live_served(self.setup, points, directory, self.service, self.serving.dies, landing)
+        returned = live_served(self.setup, points, directory, self.service, self.serving.dies, landing, limit)
         if returned and landing is not None:
             landing.after_end(points)
         if not returned and self.serving.dies:  # the service dies with the loop, and starts again

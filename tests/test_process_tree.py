@@ -1,0 +1,164 @@
+"""A death takes the whole process with it, and no process runs for ever.
+
+Each process a sweep runs for real leads a process group of its own. Its death at a crash point
+takes every process it started (a forked helper, a `subprocess.Popen` child), and when it ends
+any such process still running is killed: nothing of a scenario outlives it, to write into the
+next. A process that runs past `--time-limit` is killed the same way: a restart that hangs is
+stuck, a first run that hangs fails the sweep in one line, and a sweep stopped by SIGTERM leaves
+no process of the loop behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from functools import partial
+from pathlib import Path
+
+import pytest
+
+import crashlab
+from crashlab.api import Run, sweep
+
+from .conftest import ROOT
+
+#: A loop with no crashlab import: it files one issue at the service, saving that it did.
+LOOP = '''
+import json, os, subprocess, sys, time, urllib.request
+from pathlib import Path
+
+MARK = {mark!r}
+
+def here():
+    return Path(os.environ["CRASHLAB_RUN_DIR"])
+
+def file_once():
+    if (here() / "done").exists():
+        return
+    request = urllib.request.Request(os.environ["CRASHLAB_TRACKER_URL"] + "/issues", b'{{"title": "One"}}',
+                                     {{"Content-Type": "application/json"}})
+    urllib.request.urlopen(request).close()
+    (here() / "done").write_text("1")
+
+def helpers():
+    """A Popen child and a forked helper, each writing MARK 1.5 s later, if still alive."""
+    subprocess.Popen([sys.executable, "-c", f"import time; time.sleep(1.5); open({{MARK!r}}, 'a').write('popen')"])
+    if os.fork() == 0:
+        time.sleep(1.5)
+        with open(MARK, "a") as mark:
+            mark.write("fork")
+        os._exit(0)
+
+def leaves_helpers():
+    helpers()
+    file_once()
+
+def hangs_on_restart():
+    if (here() / "started").exists():
+        with open(MARK, "w") as mark:
+            mark.write(str(os.getpid()))
+        time.sleep(3600)
+    (here() / "started").write_text("")
+    file_once()
+
+def hangs():
+    helpers()
+    with open(MARK, "w") as mark:
+        mark.write(str(os.getpid()))
+    time.sleep(3600)
+'''
+
+
+@pytest.fixture
+def loop(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """The loop's file, its effects, and the file its helpers and hung processes write to."""
+    mark = tmp_path / "mark"
+    path = tmp_path / "loop.py"
+    path.write_text(LOOP.format(mark=str(mark)))
+    effects = tmp_path / "effects.yaml"
+    effects.write_text("A: {issue: One}\n")
+    return path, effects, mark
+
+
+def gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z"  # a zombie not yet reaped by init
+
+
+def test_the_helpers_a_process_started_die_with_it_and_when_it_ends(cli, loop):
+    path, effects, mark = loop
+    code, out, _ = cli("sweep", "--loop", f"{path}:leaves_helpers", "--effects", str(effects), "--depth", "1",
+                       "--format", "json")
+    (row,) = json.loads(out)
+    assert code == 0 and row["scenarios"] > 0 and (row["missing"], row["stuck"]) == (0, 0)
+    time.sleep(2)  # past the moment every helper would have written
+    assert not mark.exists(), f"a helper outlived its process and wrote {mark.read_text()!r}"
+
+
+def _run_tracker_helpers(run: Run, mark: Path) -> None:
+    """A loop on crashlab's own tracker, killed by the forked runner, that starts the same two helpers."""
+    subprocess.Popen([sys.executable, "-c", f"import time; time.sleep(1.5); open({str(mark)!r}, 'a').write('p')"])
+    if os.fork() == 0:
+        time.sleep(1.5)
+        mark.write_text("fork")
+        os._exit(0)
+    saved = run.directory / "done"
+    if not saved.exists():
+        run.tracker.create_issue("A", "One")
+        crashlab.point("returned")
+        saved.write_text("1")
+
+
+def test_on_crashlabs_own_tracker_too_a_killed_process_takes_its_helpers(tmp_path):
+    result = sweep(partial(_run_tracker_helpers, mark=tmp_path / "mark"), ["A"], depth=1)
+    assert len(result.scenarios) == 2 and result.flaky == 0
+    time.sleep(2)
+    assert not (tmp_path / "mark").exists(), "a helper outlived its process"
+
+
+def test_a_restart_that_hangs_is_killed_at_the_time_limit_and_counted_stuck(cli, loop):
+    path, effects, mark = loop
+    code, out, _ = cli("sweep", "--loop", f"{path}:hangs_on_restart", "--effects", str(effects), "--depth", "1",
+                         "--time-limit", "0.5", "--format", "json")
+    (row,) = json.loads(out)
+    assert code == 0 and row["scenarios"] == row["stuck"] > 0
+    assert gone(int(mark.read_text()))
+
+
+def test_a_first_run_that_hangs_fails_the_sweep_in_one_line_and_leaves_nothing_running(cli, loop):
+    path, effects, mark = loop
+    code, out, err = cli("sweep", "--loop", f"{path}:hangs", "--effects", str(effects), "--time-limit", "0.5")
+    assert (code, out) == (3, "")
+    assert err.strip().endswith("process 1 failed: hung: it ran past its time limit of 0.5 s (--time-limit), and was "
+                                "killed")
+    assert len(err.strip().splitlines()) == 1
+    assert gone(int(mark.read_text()))
+    time.sleep(2)
+    assert mark.read_text().isdigit(), "its helpers died with it"
+
+
+@pytest.mark.parametrize("limit", ["0", "nan", "inf", "1e9", "-1"])
+def test_a_time_limit_that_is_no_number_of_seconds_is_refused(cli, loop, limit):
+    path, effects, _ = loop
+    code, out, err = cli("sweep", "--loop", f"{path}:hangs", "--effects", str(effects), "--time-limit", limit)
+    assert (code, out) == (2, "") and "is not a number of seconds from 0.1 to 86400" in err
+
+
+def test_a_sweep_stopped_by_sigterm_leaves_no_process_of_the_loop_behind(loop):
+    path, effects, mark = loop
+    sweeping = subprocess.Popen([sys.executable, "-m", "crashlab", "sweep", "--loop", f"{path}:hangs", "--effects",
+                                 str(effects)], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 30
+    while not (mark.exists() and mark.read_text().isdigit()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    hung = int(mark.read_text())
+    sweeping.send_signal(signal.SIGTERM)
+    assert sweeping.wait(10) != 0
+    assert gone(hung)
