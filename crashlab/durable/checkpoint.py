@@ -163,6 +163,8 @@ class Checkpoint(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
             checkpoint = msgspec.json.decode(data, type=cls)
         except msgspec.DecodeError as error:
             raise CheckpointError(f"{source}: {_why_unreadable(data, error)}") from None
+        except RecursionError:
+            raise CheckpointError(f"{source}: {TOO_DEEP}") from None
         if checkpoint.format != FORMAT:
             raise CheckpointError(f"{source}: {_why_unreadable(data, None)}")
         if problem := checkpoint._inconsistency():
@@ -189,6 +191,10 @@ class Checkpoint(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         return None
 
 
+#: A file nested deeper than the decoder follows (a call's arguments may hold any JSON): no loop saved it.
+TOO_DEEP = "corrupt checkpoint: nested too deeply to read"
+
+
 class _Version(msgspec.Struct):
     """Only the format number: what a file that is not this layout says it is."""
 
@@ -203,6 +209,8 @@ def _why_unreadable(data: bytes | str, error: msgspec.DecodeError | None) -> str
         return f"not a crashlab checkpoint (no format version): {problem}"
     except msgspec.DecodeError as problem:
         return f"corrupt or truncated checkpoint: {problem}"
+    except RecursionError:
+        return TOO_DEEP
     if version > FORMAT:
         return f"checkpoint format {version} is newer than this crashlab reads ({FORMAT})"
     if version in OLDER:

@@ -12,19 +12,37 @@ died is refused before anything is written (see `Recorder.guard`).
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 from pathlib import Path
-from typing import Protocol
+from typing import BinaryIO, Protocol
 
-from crashlab.durable.checkpoint import Checkpoint
+from crashlab.durable.checkpoint import Checkpoint, CheckpointError
 from crashlab.durable.disk import Disk, Survivor
 from crashlab.engine.points import Recorder
+from crashlab.job.reader import MAX_NODES, TEXT_LIMITS
 
 STORE_KINDS = ("memory", "files")
 
 #: What a store holds, as a value: its files' names and bytes, sorted by name. What a death leaves.
 Files = tuple[tuple[str, bytes], ...]
 CHECKPOINT = "checkpoint.json"
+
+#: The most calls a job can hold: the job reader allows at most MAX_NODES YAML values, aliases
+#: expanded, and the smallest call is 9 of them (its mapping; id, tool and args, each a key and a
+#: value, the args a mapping; one argument, a key and a value).
+MAX_CALLS = MAX_NODES // 9
+#: The most one call can take in a checkpoint: its longest arguments (a title and a body) at 4 bytes
+#: a character (UTF-8; escaped line breaks and quotes take 2), and 1 KiB for its ID in each of the six
+#: places it appears (the call, results, markers, decisions, approvals, fenced), its flags, its result
+#: and the JSON around them.
+CALL_BYTES = 4 * (TEXT_LIMITS["title"] + TEXT_LIMITS["body"]) + 1024
+#: The largest checkpoint file crashlab reads, about 370 MiB: every call of the largest job at its
+#: largest, plus every search's hits, where half the calls are searches that each hit every issue the
+#: other half filed (6 bytes a hit: a number of up to 5 digits and a comma). No loop saves a larger
+#: one for a job the reader accepts, so a larger file is not a checkpoint, and is refused unread.
+MAX_CHECKPOINT_BYTES = MAX_CALLS * CALL_BYTES + (MAX_CALLS // 2) ** 2 * 6
 
 
 class Store(Protocol):
@@ -117,16 +135,13 @@ class FileStore:
         return None if data is None else Checkpoint.from_json(data, str(self.path))
 
     def _bytes(self) -> bytes | None:
-        try:
-            return self.path.read_bytes()
-        except FileNotFoundError:
-            return None
+        return read_checkpoint_file(self.path)
 
     def save(self, checkpoint: Checkpoint) -> None:
         self.points.guard("a checkpoint written")
         data = checkpoint.to_json()
         self.points.note("save", data=data)
-        with open(self.temp, "wb") as file:
+        with create_afresh(self.temp) as file:
             file.write(data)
             if self.disk.sync != "none":
                 file.flush()
@@ -156,3 +171,45 @@ class FileStore:
 
     def survivors(self) -> list[tuple[Survivor, Files]]:
         return _survivors(self.disk)
+
+
+def read_checkpoint_file(path: Path) -> bytes | None:
+    """The checkpoint file's bytes (None: there is none), read only if it is a file a store could have written.
+
+    It is opened without following a symlink and without blocking, and checked before a byte is
+    read: a link to another file, a FIFO or a device is refused, and so is a file larger than
+    `MAX_CHECKPOINT_BYTES`, so no file can hang the reader or fill its memory.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    except OSError as error:
+        why = "a symlink, which crashlab never makes" if error.errno == errno.ELOOP else error.strerror
+        raise CheckpointError(f"{path}: cannot read: {why}") from None
+    with os.fdopen(fd, "rb") as file:
+        status = os.fstat(fd)
+        if not stat.S_ISREG(status.st_mode):
+            raise CheckpointError(f"{path}: not a regular file (a directory, pipe or device), which crashlab never makes")
+        if status.st_size > MAX_CHECKPOINT_BYTES:
+            raise CheckpointError(f"{path}: {status.st_size} bytes, larger than any checkpoint "
+                                  f"({MAX_CHECKPOINT_BYTES} bytes at most)")
+        data = file.read(MAX_CHECKPOINT_BYTES + 1)
+    if len(data) > MAX_CHECKPOINT_BYTES:  # it grew while being read
+        raise CheckpointError(f"{path}: larger than any checkpoint ({MAX_CHECKPOINT_BYTES} bytes at most)")
+    return data
+
+
+def create_afresh(path: Path) -> BinaryIO:
+    """A new, empty file at `path`, replacing a stale one without ever writing through it.
+
+    A stale temp file of a dead process is unlinked (which removes a symlink, not its target), and
+    the file is created exclusively without following links: whatever another process put at `path`
+    meanwhile, no file but the one made here is written.
+    """
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    return os.fdopen(fd, "wb")
