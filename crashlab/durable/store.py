@@ -12,6 +12,7 @@ died is refused before anything is written (see `Recorder.guard`).
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import stat
@@ -190,7 +191,7 @@ def read_checkpoint_file(path: Path) -> bytes | None:
     with os.fdopen(fd, "rb") as file:
         status = os.fstat(fd)
         if not stat.S_ISREG(status.st_mode):
-            raise CheckpointError(f"{path}: not a regular file (a directory, pipe or device), which crashlab never makes")
+            raise CheckpointError(f"{path}: not a regular file (a directory, pipe or device): crashlab never makes one")
         if status.st_size > MAX_CHECKPOINT_BYTES:
             raise CheckpointError(f"{path}: {status.st_size} bytes, larger than any checkpoint "
                                   f"({MAX_CHECKPOINT_BYTES} bytes at most)")
@@ -207,9 +208,7 @@ def create_afresh(path: Path) -> BinaryIO:
     the file is created exclusively without following links: whatever another process put at `path`
     meanwhile, no file but the one made here is written.
     """
-    try:
+    with contextlib.suppress(FileNotFoundError):
         os.unlink(path)
-    except FileNotFoundError:
-        pass
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
     return os.fdopen(fd, "wb")
