@@ -6,7 +6,9 @@ script, so the same job gives the same crash points and counts on every run.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import hashlib
+import json
+from dataclasses import astuple, dataclass, field
 from typing import Any
 
 #: Each tool and the arguments it takes. The first two change the tracker; search only reads.
@@ -71,6 +73,13 @@ class Job:
     @property
     def calls(self) -> tuple[Call, ...]:
         return tuple(call for turn in self.turns for call in turn.calls)
+
+    @property
+    def fingerprint(self) -> str:
+        """A digest of all the job does: its name, run name, every call and the answer, whatever file or
+        layout it came in. Two jobs of one name that differ in any call have different fingerprints."""
+        what = [self.name, self.run, [[[astuple(call) for call in turn.calls], turn.answer] for turn in self.turns]]
+        return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()
 
     @property
     def changing_calls(self) -> tuple[Call, ...]:

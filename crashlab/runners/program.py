@@ -13,26 +13,42 @@ from __future__ import annotations
 
 import fcntl
 import os
+import sqlite3
+import stat
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
-from crashlab.durable.checkpoint import Checkpoint, CheckpointError
+from crashlab.durable.checkpoint import Checkpoint, CheckpointError, TurnRecord
 from crashlab.durable.store import CHECKPOINT, FileStore
 from crashlab.engine.points import Recorder
 from crashlab.engine.scenario import Setup
 from crashlab.errors import BadInput
 from crashlab.job import Call, Job
+from crashlab.job.reader import shown
 from crashlab.loops import VARIANTS
 from crashlab.loops.agent import Agent
 from crashlab.runners.forked import KillingRecorder, life_in
-from crashlab.world import Record, TrackerMode
-from crashlab.world.sqlite import TRACKER_FILE, Database, PersonFactory, SqlitePerson, WorldError, open_world
+from crashlab.world import TRACKER_MODES, Record, TrackerMode
+from crashlab.world.sqlite import (
+    CLAIMS,
+    TRACKER_FILE,
+    Database,
+    PersonFactory,
+    SqlitePerson,
+    WorldError,
+    check_claims,
+)
 
 LOCK_FILE = "lock"
+#: Every entry crashlab makes in a run directory, each a regular file: anything else in one of these
+#: places (a symlink, a directory, a FIFO) was put there by another hand, and writing through it
+#: could overwrite a file outside the directory, or hang.
+ENTRIES = (LOCK_FILE, CHECKPOINT, f"{CHECKPOINT}.tmp", TRACKER_FILE, f"{TRACKER_FILE}-wal", f"{TRACKER_FILE}-shm",
+           f"{TRACKER_FILE}-journal")
 
 
 class RunError(BadInput):
@@ -41,22 +57,57 @@ class RunError(BadInput):
 
 @contextmanager
 def locked(directory: Path) -> Iterator[None]:
-    """Hold an exclusive OS lock on the run directory, or refuse at once if another process has it.
+    """Hold an exclusive OS lock on the run directory itself, or refuse at once if another process has it.
 
-    `flock` belongs to the open file, so the kernel releases it however the holder dies: a killed
-    run never leaves a stale lock behind, and the next run can take it immediately.
+    The lock is the directory's, not a file's in it: a lock file deleted from under a run would let
+    the next run lock a new file of the same name and act beside it, but a directory holding files
+    cannot be deleted. `flock` belongs to the open file, so the kernel releases it however the
+    holder dies: a killed run never leaves a stale lock behind. DIR/lock only names the holder's pid.
     """
-    fd = os.open(directory / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        holder = os.read(fd, 32).decode(errors="replace").strip() or "?"
-        os.close(fd)
-        raise RunError(f"{directory} is in use by another crashlab run (pid {holder}); wait for it to end") from None
-    os.ftruncate(fd, 0)
-    os.write(fd, f"{os.getpid()}\n".encode())
+        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError as error:
+        raise RunError(f"cannot open run directory {directory}: {error.strerror}") from None
     try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise RunError(f"{directory} is in use by another crashlab run (pid {holder(directory)}); wait for it "
+                           "to end") from None
+        RunDir(directory).check_entries()
+        write_pid(directory / LOCK_FILE)
         yield
+    finally:
+        os.close(fd)
+
+
+def holder(directory: Path) -> str:
+    """The pid the lock's holder wrote in DIR/lock, or "?": read without following a link or blocking."""
+    try:
+        fd = os.open(directory / LOCK_FILE, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return "?"
+    try:
+        return os.read(fd, 32).decode(errors="replace").strip() or "?"
+    except OSError:
+        return "?"
+    finally:
+        os.close(fd)
+
+
+def write_pid(path: Path) -> None:
+    """Write this process's pid to DIR/lock, never through a link another hand put in its place."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o644)
+    except OSError as error:
+        raise RunError(f"cannot write {path}: {error.strerror}") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise RunError(f"{path} is not the file crashlab made; remove it")
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+    except OSError as error:
+        raise RunError(f"cannot write {path}: {error.strerror}") from None
     finally:
         os.close(fd)
 
@@ -99,16 +150,46 @@ class RunDir:
         """This directory, if it is one a run has made; else a `RunError` that says what is wrong."""
         if not self.path.is_dir():
             raise RunError(f"{self.path}: no such run directory")
+        self.check_entries()
         if not self.tracker.is_file():
             raise RunError(f"{self.path}: not a run directory (no {TRACKER_FILE}); make one with crashlab run JOB "
                            f"--dir {self.path}")
         return self
+
+    def check_entries(self) -> None:
+        """Refuse a directory where one of crashlab's `ENTRIES` is not a regular file."""
+        for name in ENTRIES:
+            try:
+                mode = os.lstat(self.path / name).st_mode
+            except FileNotFoundError:
+                continue
+            if not stat.S_ISREG(mode):
+                raise RunError(f"{self.path / name} is {kind_of(mode)}, not the file crashlab made; remove it")
 
     def load(self, points: Recorder) -> Checkpoint | None:
         try:
             return FileStore(self.path, points).load()
         except CheckpointError as error:
             raise RunError(str(error)) from None
+
+    def tracker_holds(self) -> tuple[dict[str, str], list[Record]] | None:
+        """The tracker's claims and records, read without writing a byte; None if there is no tracker yet."""
+        if not self.tracker.exists():
+            return None
+        with Database(self.tracker, readonly=True) as db:
+            db.check()
+            if db.empty:  # never opened, or it lost everything (its WAL deleted, the file truncated)
+                return {}, []
+            return {name: value for name in CLAIMS if (value := db.meta(name)) is not None}, db.records()
+
+
+def kind_of(mode: int) -> str:
+    """What a directory entry is, as a person names it."""
+    for test, name in ((stat.S_ISLNK, "a symlink"), (stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"),
+                       (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "a device"
 
 
 @dataclass(frozen=True)
@@ -128,14 +209,65 @@ def check_belongs(checkpoint: Checkpoint, job: Job, where: Path) -> None:
                            f"{job.source}")
 
 
-def run(job: Job, directory: Path, tracker_mode: TrackerMode | None = None, person: PersonFactory = SqlitePerson,
-        kill_at: int | None = None, pace: float = 0.0, echo: Callable[[str], None] | None = None) -> Finished:
-    """One process of the agent's loop over the run directory: start, resume, or say it is done.
+def check_agrees(files: RunDir, checkpoint: Checkpoint | None, claims: dict[str, str], records: list[Record]) -> None:
+    """Refuse a checkpoint and a tracker that tell two stories: resuming either would act on a lie.
 
-    It lives its life as every process of a sweep killed for real does (`crashlab.runners.forked`),
-    here in this process, with its checkpoint fully synced. `tracker_mode` None means the
-    directory's own (keyed for a new one); any other must match it.
+    The loop's order makes them agree. The tracker claims its job before the first save; a call's
+    marker is saved before its request and its result after the tracker committed the record. So
+    every record has a marker or a result in the checkpoint, every saved number is a record its
+    call made, and a checkpoint never stands beside a tracker that claims nothing. A tracker that
+    lost its WAL, a checkpoint deleted or put back from an older copy, wiped meta: each breaks one.
     """
+    if checkpoint is None and records:
+        raise RunError(f"{files.tracker} holds {len(records)} records of a run ({held(records[0])} first) but "
+                       f"{files.checkpoint} is missing: running would make them all again under a new run ID; "
+                       "use a new run directory")
+    if checkpoint is not None and (problem := disagreement(files, checkpoint, records)):
+        raise RunError(problem)
+    if (records or checkpoint is not None) and (lost := [name for name in CLAIMS if name not in claims]):
+        raise RunError(f"{files.tracker} holds a run but no {'/'.join(lost)} in its meta (wiped, or made by an older "
+                       "crashlab): it cannot say which job it is; use a new run directory")
+
+
+def disagreement(files: RunDir, checkpoint: Checkpoint, records: list[Record]) -> str | None:
+    """The first thing the checkpoint says that the tracker's records deny, or the other way round."""
+    results = checkpoint.results()
+    known = set(results)
+    for turn in checkpoint.turns:
+        known |= set(turn.markers)
+        for call in turn.calls:
+            if call.id in turn.results and (problem := wrong_result(files, call, turn, results, records)):
+                return f"{files.checkpoint} says call {call.id} {problem}"
+    for record in records:
+        if record.call not in known:
+            return (f"{files.tracker} holds {held(record)}, of which {files.checkpoint} knows nothing "
+                    "(no marker, no result)")
+    return None
+
+
+def wrong_result(files: RunDir, call: Call, turn: TurnRecord, results: dict[str, Any],
+                 records: list[Record]) -> str | None:
+    """Why `call`'s saved result cannot be what the loop saved, or None if it can."""
+    result = results[call.id]
+    if not call.changes:
+        return None if isinstance(result, list) else f"returned {shown(result)}, which no search returns"
+    if isinstance(result, str):  # a call not made: the person refused it, or the issue it is on was never made
+        skipped = turn.approvals.get(call.id) is False or isinstance(results.get(call.ref or ""), str)
+        return None if skipped else f"returned {shown(result)}, though the person did not refuse it"
+    kind = "issue" if call.tool == "create_issue" else "comment"
+    if not isinstance(result, int):
+        return f"returned {shown(result)}, which is no {kind} number"
+    if any(r.call == call.id and r.kind == kind and r.number == result for r in records):
+        return None
+    return f"made {kind} #{result}, which {files.tracker} does not hold"
+
+
+def held(record: Record) -> str:
+    return f"{record.kind} #{record.number} ({record.call})"
+
+
+def make(directory: Path) -> None:
+    """Make the run directory if it is absent; its parent must exist."""
     if not directory.parent.is_dir():
         raise RunError(f"cannot make run directory {directory}: {directory.parent} does not exist")
     try:
@@ -144,37 +276,84 @@ def run(job: Job, directory: Path, tracker_mode: TrackerMode | None = None, pers
         raise RunError(f"{directory} exists and is not a directory") from None
     except OSError as error:
         raise RunError(f"cannot make run directory {directory}: {error.strerror}") from None
+
+
+def run(job: Job, directory: Path, tracker_mode: TrackerMode | None = None, person: PersonFactory = SqlitePerson,
+        kill_at: int | None = None, pace: float = 0.0, echo: Callable[[str], None] | None = None) -> Finished:
+    """One process of the agent's loop over the run directory: start, resume, or say it is done.
+
+    It lives its life as every process of a sweep killed for real does (`crashlab.runners.forked`),
+    here in this process, with its checkpoint fully synced. `tracker_mode` None means the
+    directory's own (keyed for a new one); any other must match it.
+    """
+    make(directory)
     files = RunDir(directory)
     say = echo or (lambda line: None)
     with locked(directory):
-        checkpoint = files.load(Recorder())
+        checkpoint, mode, records = resumable(files, job, tracker_mode)
+        passed = 0
+        if checkpoint is not None and checkpoint.finished:
+            finished = Finished(checkpoint, records, already=True)
+        else:
+            say(f"resuming {directory} ({mode} tracker): {checkpoint.summary()}" if checkpoint
+                else f"new run of {job.name} in {directory} ({mode} tracker)")
+            passed = live(job, files, mode, person, KillingRecorder(kill_at, pace, echo)).passed
+            with Database(files.tracker, readonly=True) as db:
+                finished = Finished(files.load(Recorder()) or Checkpoint.new(job.run), db.records(), already=False)
+    if kill_at is not None and passed < kill_at:
+        say(f"--crash-at {kill_at} never fired: this process passed only {passed} crash points")
+    return finished
+
+
+def resumable(files: RunDir, job: Job, tracker_mode: TrackerMode | None) -> tuple[Checkpoint | None, TrackerMode,
+                                                                                   list[Record]]:
+    """The directory's checkpoint, tracker mode and records, if `job` may run in it; read without writing a byte.
+
+    A run of another job or tracker, a checkpoint and a tracker that disagree, files that are not
+    crashlab's: each is refused here, before the loop could act on it.
+    """
+    checkpoint = files.load(Recorder())
+    try:
+        found = files.tracker_holds()
         if checkpoint is not None:
-            if not files.tracker.is_file():
+            if found is None:
                 raise RunError(f"{files.checkpoint} has no tracker beside it: {files.tracker} is missing")
             check_belongs(checkpoint, job, files.checkpoint)
-        try:
-            with Database(files.tracker) as db:
-                mode = cast(TrackerMode, tracker_mode or db.meta("tracker") or "keyed")  # open_world checks it
-                world = open_world(db, job, Recorder(), mode, person)  # refuses another job's, or tracker's
-                if checkpoint is not None and checkpoint.finished:
-                    return Finished(checkpoint, world.tracker.records, already=True)
-        except WorldError as error:
-            raise RunError(str(error)) from None
-        say(f"resuming {directory} ({mode} tracker): {checkpoint.summary()}" if checkpoint
-            else f"new run of {job.name} in {directory} ({mode} tracker)")
-        agent = Agent(mode, random_ids=True)
-        setup = Setup(replace(VARIANTS[agent.slug], entry=agent.entry), job)
-        points = KillingRecorder(kill_at, pace, echo)
-        points.start_process()
-        life_in(directory, setup, points, person, sync="full")
-        with Database(files.tracker, readonly=True) as db:
-            return Finished(files.load(Recorder()) or Checkpoint.new(job.run), db.records(), already=False)
+        held, records = found or ({}, [])
+        check_agrees(files, checkpoint, held, records)
+        mode = tracker_mode or held.get("tracker") or "keyed"
+        if mode not in TRACKER_MODES:
+            raise RunError(f"{files.tracker} was made for tracker {shown(mode)}, which this crashlab does not know")
+        check_claims(files.tracker, held, job, mode)
+    except WorldError as error:
+        raise RunError(str(error)) from None
+    return checkpoint, mode, records
+
+
+def live(job: Job, files: RunDir, mode: TrackerMode, person: PersonFactory, points: KillingRecorder) -> KillingRecorder:
+    """The agent's life over the run directory; a disk that fails it (full, read-only, gone) is one line."""
+    agent = Agent(mode, random_ids=True)
+    setup = Setup(replace(VARIANTS[agent.slug], entry=agent.entry), job)
+    points.start_process()
+    try:
+        life_in(files.path, setup, points, person, sync="full")
+    except BrokenPipeError:  # the terminal's reader went away: the command line ends quietly
+        raise
+    except OSError as error:
+        raise RunError(f"{files.path}: cannot go on: {error.strerror or error} (the run resumes when run "
+                       "again)") from None
+    except sqlite3.Error as error:
+        raise RunError(f"{files.tracker}: cannot go on: {error} (the run resumes when run again)") from None
+    return points
 
 
 def tracker_rows(directory: Path) -> list[dict[str, Any]]:
     """The tracker's records as rows, each marked `duplicate` when its call made more than one."""
-    with Database(RunDir(directory).existing().tracker) as db:
-        records = db.records()
+    files = RunDir(directory).existing()
+    found = files.tracker_holds()
+    if not found or not found[0]:
+        raise RunError(f"{files.tracker}: not a crashlab tracker database: it records no job")
+    records = found[1]
     copies: dict[str, int] = {}
     for record in records:
         copies[record.call] = copies.get(record.call, 0) + 1

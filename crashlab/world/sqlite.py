@@ -18,12 +18,14 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable, Iterator, MutableMapping, MutableSet
 from contextlib import AbstractContextManager, contextmanager
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 from crashlab.engine.points import Recorder
 from crashlab.errors import BadInput
 from crashlab.job import Call, Job
+from crashlab.job.reader import MAX_ISSUE
 from crashlab.world import (
     TRACKER_MODES,
     ApprovalDesk,
@@ -41,6 +43,8 @@ from crashlab.world.tracker import Modes
 
 #: The world's file, in a run directory or a scenario's.
 TRACKER_FILE = "tracker.sqlite"
+#: What the first process claims in the meta table, so that no later one resumes the world under another job or tracker.
+CLAIMS = ("job", "fingerprint", "tracker")
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -59,6 +63,23 @@ CREATE TABLE IF NOT EXISTS counts (name TEXT PRIMARY KEY, value INTEGER NOT NULL
 CREATE TABLE IF NOT EXISTS members (name TEXT NOT NULL, item TEXT NOT NULL, PRIMARY KEY (name, item));
 CREATE TABLE IF NOT EXISTS decisions (key TEXT PRIMARY KEY, approved INTEGER NOT NULL);
 """
+
+#: A database's tables and indexes, as `sqlite_schema` lists them: type, name, table, SQL.
+Schema = frozenset[tuple[str, str, str, str | None]]
+#: What each table holds when crashlab wrote it, as SQL true of a row it never writes: numbers and
+#: counts within a real tracker's 32-bit range, texts as text. A row that matches was put there by
+#: another hand, and would fail somewhere inside the loop (an overflow, a text that is a number).
+FOREIGN_ROWS = {
+    "meta": "typeof(name) != 'text' OR typeof(value) != 'text'",
+    "records": ("typeof(number) != 'integer' OR number NOT BETWEEN 1 AND {max} OR typeof(call) != 'text' "
+                "OR typeof(key) NOT IN ('text', 'null') OR typeof(text) != 'text' "
+                "OR (kind = 'issue') != (issue IS NULL) OR typeof(issue) NOT IN ('integer', 'null') "
+                "OR issue NOT BETWEEN 1 AND {max}"),
+    "keys": "typeof(key) != 'text' OR typeof(number) != 'integer' OR number NOT BETWEEN 1 AND {max}",
+    "counts": "typeof(name) != 'text' OR typeof(value) != 'integer' OR value NOT BETWEEN 0 AND {max}",
+    "members": "typeof(name) != 'text' OR typeof(item) != 'text'",
+    "decisions": "typeof(key) != 'text' OR approved NOT IN (0, 1)",
+}
 
 
 class WorldError(BadInput):
@@ -92,7 +113,7 @@ class Database:
         self.path = Path(path)
         try:
             # Autocommit mode: transactions are begun and committed explicitly, never implicitly.
-            if readonly:  # a look that writes nothing, not even the schema
+            if readonly:  # a look that writes nothing: not the schema, not the journal mode, no checkpoint
                 uri = self.path.resolve().as_uri() + "?mode=ro"
                 self.connection = sqlite3.connect(uri, uri=True, isolation_level=None)
                 return
@@ -107,6 +128,32 @@ class Database:
 
     def __enter__(self) -> Database:
         return self
+
+    @property
+    def empty(self) -> bool:
+        """Whether the file holds no tables at all: a tracker never opened, or one that lost all it held."""
+        return not _schema_of(self.connection)
+
+    def check(self) -> None:
+        """Refuse (`WorldError`) a database whose tables are not crashlab's, or hold what crashlab never writes.
+
+        Everywhere else the world is read on trust; this is the look before a run resumes it or a
+        person is shown it, so that another program's file, or one someone has been at (a table
+        swapped for a view, a count of 2**62), is refused in one line and never written to.
+        An empty database passes: it holds nothing to distrust.
+        """
+        try:
+            tables = _schema_of(self.connection)
+            if tables and tables != _crashlab_schema():
+                raise WorldError(f"{self.path}: not a crashlab tracker database: its tables are not crashlab's")
+            for table, foreign in FOREIGN_ROWS.items() if tables else ():
+                query = f"SELECT 1 FROM {table} WHERE {foreign.format(max=MAX_ISSUE)} LIMIT 1"  # names, never input
+                if self.connection.execute(query).fetchone():
+                    raise WorldError(f"{self.path}: not a crashlab tracker database: its {table} table holds "
+                                     "a value crashlab never writes")
+        except sqlite3.DatabaseError as error:
+            raise WorldError(f"{self.path}: not a crashlab tracker database ({error})") from None
+
 
     def __exit__(self, *exc: object) -> None:
         self.close()
@@ -146,6 +193,21 @@ class Database:
             () if call_id is None else (call_id,),
         )
         return [Record(kind, number, call, key, issue, text) for kind, number, call, key, issue, text in rows]
+
+
+@cache
+def _crashlab_schema() -> Schema:
+    """The schema entries of a database crashlab made, as SQLite records them (made once, in memory)."""
+    connection = sqlite3.connect(":memory:")
+    try:
+        connection.executescript(SCHEMA)
+        return _schema_of(connection)
+    finally:
+        connection.close()
+
+
+def _schema_of(connection: sqlite3.Connection) -> Schema:
+    return frozenset(connection.execute("SELECT type, name, tbl_name, sql FROM sqlite_schema"))
 
 
 class SqliteTracker(Modes):
@@ -333,18 +395,34 @@ def open_world(db: Database, job: Job, points: Recorder, tracker_mode: TrackerMo
                person: PersonFactory = SqlitePerson, desk: DeskMode = "remembers") -> World:
     """The world of `job` in `db`: made on first use, and refused if it was made for another job or tracker.
 
-    The job's name and the tracker's mode are claimed by the first process, so a later one cannot
-    resume a run under different rules (a keyless restart of a keyed run would break its keys).
+    The job's name, its fingerprint (all it does, `Job.fingerprint`) and the tracker's mode are
+    claimed by the first process, so a later one cannot resume a run of another job, or under
+    different rules (a keyless restart of a keyed run would break its keys).
     A desk that remembers keeps its questions and decisions in `db`; one that forgets keeps them in
     the process, and loses them with it.
     """
     if tracker_mode not in TRACKER_MODES:
         raise WorldError(f"unknown tracker {tracker_mode!r} (valid: {', '.join(TRACKER_MODES)})")
-    for name, wanted in (("job", job.name), ("tracker", tracker_mode)):
-        held = db.claim(name, wanted)
-        if held != wanted:
-            raise WorldError(f"{db.path} was made for {name} {held!r}, not {wanted!r}")
+    for name, wanted in claims(job, tracker_mode).items():
+        check_claims(db.path, {name: db.claim(name, wanted)}, job, tracker_mode)
     return world_in(db, job, points, tracker_mode, person, desk)
+
+
+def claims(job: Job, tracker_mode: str) -> dict[str, str]:
+    """What a world of `job` under `tracker_mode` claims in its meta table, by name (`CLAIMS`)."""
+    return dict(zip(CLAIMS, (job.name, job.fingerprint, tracker_mode), strict=True))
+
+
+def check_claims(path: Path, held: dict[str, str], job: Job, tracker_mode: str) -> None:
+    """Refuse (`WorldError`) a world that `held` says was made for another job or tracker; a claim not yet
+    held passes."""
+    for name, wanted in claims(job, tracker_mode).items():
+        if held.get(name, wanted) == wanted:
+            continue
+        if name == "fingerprint":
+            raise WorldError(f"{path} was made for another job named {job.name!r}: its calls or answer differ "
+                             f"from {job.source}'s")
+        raise WorldError(f"{path} was made for {name} {held[name]!r}, not {wanted!r}")
 
 
 def world_in(db: Database, job: Job, points: Recorder, tracker_mode: TrackerMode = "keyed",
