@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import math
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import click
 
@@ -15,9 +18,48 @@ from crashlab.runners import program
 from crashlab.world import TRACKER_MODES, Record
 from crashlab.world.sqlite import SqlitePerson
 
+#: The longest `--pace`, in seconds: an hour at each crash point is ample time to aim a kill by hand.
+MAX_PACE = 3600.0
+
+T = TypeVar("T")
+
 
 def say(line: str) -> None:
     click.echo(line, err=True)
+
+
+def first_line(text: str) -> str:
+    """A record's text as one line: its first (a comment's body may be empty, and have none)."""
+    return text.splitlines()[0] if text else ""
+
+
+def answered(question: Callable[[], T]) -> T:
+    """The person's answer at the terminal; input that ended before it is one line, not a bare "aborted".
+
+    The run stops where it is, its checkpoint whole, and asks again when it is run again.
+    """
+    try:
+        return question()
+    except click.Abort as abort:
+        if isinstance(abort.__context__, EOFError):  # click turns both EOF and Ctrl-C into Abort
+            click.echo(err=True)  # end the question's line
+            raise program.RunError("no answer: the input ended before the person answered; run again at a "
+                                   "terminal, or with --person auto, yes or no") from None
+        raise
+
+
+def run_directory(ctx: click.Context, param: click.Parameter, value: str) -> Path:
+    """DIR as given, never empty: an empty path would be the current directory, which no one means."""
+    if not value:
+        raise click.BadParameter("must not be empty (for the current directory, say '.')", ctx, param)
+    return Path(value)
+
+
+def pace_seconds(ctx: click.Context, param: click.Parameter, value: float) -> float:
+    """--pace, a finite number of seconds from 0 to MAX_PACE: a sleep of inf or 1e308 overflows or never ends."""
+    if not (math.isfinite(value) and 0 <= value <= MAX_PACE):
+        raise click.BadParameter(f"{value} is not a number of seconds from 0 to {MAX_PACE:g}", ctx, param)
+    return value
 
 
 class TerminalPerson(SqlitePerson):
@@ -27,17 +69,18 @@ class TerminalPerson(SqlitePerson):
         say(f"{call.id} has an attempt marker and no result: only you can say whether it happened.")
         say(f"The tracker holds for call {call.id}:")
         for record in made:
-            say(f"  {describe(record)}  key {record.key or '-'}  {record.text.splitlines()[0]!r}")
+            say(f"  {describe(record)}  key {record.key or '-'}  {first_line(record.text)!r}")
         if not made:
             say("  nothing")
         choices = [str(r.number) for r in made] + ["no"]
         question = f"Did call {call.id} ({call.tool}) reach the tracker?"
-        reply = click.prompt(f"{question} Its number, or no", type=click.Choice(choices), default=choices[0], err=True)
+        reply = answered(lambda: click.prompt(f"{question} Its number, or no", type=click.Choice(choices),
+                                              default=choices[0], err=True))
         return None if reply == "no" else int(reply)
 
     def decide(self, call: Call) -> bool:
         args = ", ".join(f"{name}={value!r}" for name, value in call.args.items())
-        return click.confirm(f"Approve call {call.id}: {call.tool}({args})?", default=None, err=True)
+        return answered(lambda: click.confirm(f"Approve call {call.id}: {call.tool}({args})?", default=None, err=True))
 
 
 #: `--person`: who answers the loop's questions.
@@ -46,7 +89,7 @@ PERSONS = {"ask": TerminalPerson, **program.PERSONS}
 
 @click.command("run")
 @click.argument("job_path", metavar="JOB")
-@click.option("--dir", "directory", required=True, type=click.Path(path_type=Path), metavar="DIR",
+@click.option("--dir", "directory", required=True, callback=run_directory, metavar="DIR",
               help="The run directory: tracker.sqlite, checkpoint.json and lock. Made if absent; its parent must "
                    "exist.")
 @click.option("--tracker", "tracker_mode", type=click.Choice(TRACKER_MODES),
@@ -57,8 +100,8 @@ PERSONS = {"ask": TerminalPerson, **program.PERSONS}
                    "tracker's records, approving every gated call); no (refuses every gated call, denies every call).")
 @click.option("--crash-at", "kill_at", type=click.IntRange(min=1), metavar="N",
               help="SIGKILL this process at its N-th crash point (numbered as the sweep numbers them).")
-@click.option("--pace", type=click.FloatRange(min=0), default=0.0, metavar="SECONDS",
-              help="Sleep SECONDS at every crash point, to leave time to kill it by hand.")
+@click.option("--pace", type=float, default=0.0, callback=pace_seconds, metavar="SECONDS",
+              help=f"Sleep SECONDS (at most {MAX_PACE:g}) at every crash point, to leave time to kill it by hand.")
 def run(job_path: str, directory: Path, tracker_mode: str | None, person: str, kill_at: int | None,
         pace: float) -> None:
     """Run JOB with the agent's own loop as a real process, against a SQLite tracker in DIR.
@@ -89,7 +132,7 @@ def tracker() -> None:
 
 
 @tracker.command("show")
-@click.argument("directory", metavar="DIR", type=click.Path(path_type=Path))
+@click.argument("directory", metavar="DIR", callback=run_directory)
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
 def tracker_show(directory: Path, fmt: str) -> None:
     """List DIR's tracker records in the order they were made, marking a call's duplicates.
@@ -101,7 +144,7 @@ def tracker_show(directory: Path, fmt: str) -> None:
         click.echo(json.dumps(rows, indent=2))
         return
     body = [[r["kind"], r["number"], r["call"], r["key"] or "-", r["issue"] or "",
-             r["text"].splitlines()[0], "DUPLICATE" if r["duplicate"] else ""] for r in rows]
+             first_line(r["text"]), "DUPLICATE" if r["duplicate"] else ""] for r in rows]
     click.echo(grid(body, ["kind", "#", "call", "key", "on", "text", "dup"], "simple") if rows else "no records")
 
 
@@ -111,7 +154,7 @@ def checkpoint() -> None:
 
 
 @checkpoint.command("show")
-@click.argument("directory", metavar="DIR", type=click.Path(path_type=Path))
+@click.argument("directory", metavar="DIR", callback=run_directory)
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 def checkpoint_show(directory: Path, fmt: str) -> None:
     """Print DIR's checkpoint: in the short form explain uses, or its JSON.
