@@ -86,7 +86,10 @@ def outcome_of(world: World, effects: Sequence[Call], final: Checkpoint | None, 
     """
     turns = final.turns if final else ()
     results = {intended(cid): result for cid, result in final.results().items()} if final else {}
+    # Not made, by the loop's own account: the person refused it, or a text is its saved result (the
+    # person refused it, or the issue it comments on was never made).
     refused = {intended(cid) for turn in turns for cid, ok in turn.approvals.items() if not ok}
+    refused |= {cid for cid, result in results.items() if isinstance(result, str)}
     dups, missing, wrong = {}, [], []
     for call in effects:
         made = world.made_by(call.id)

@@ -94,7 +94,9 @@ class AgentLoop(Loop):
         self.save()
 
     def run_call(self, call: Call) -> None:
-        if call.needs_approval and not self.approved(call):
+        if call.ref is not None and not isinstance(self.checkpoint.results()[call.ref], int):
+            self.save_result(call, f"not made: call {call.ref} made no issue")  # refused: nothing to comment on
+        elif call.needs_approval and not self.approved(call):
             self.save_result(call, "refused by the person")
         elif call.id in self.checkpoint.turns[-1].markers:
             self.settle(call)  # rule 4: a marker with no result, the outcome is unknown
