@@ -126,3 +126,54 @@ def test_the_person_on_the_terminal_sees_the_trackers_records_and_answers(cli, t
     assert "  issue #1 (A)  key k  'Login fails on Safari'" in err
     assert "Did call A (create_issue) reach the tracker? Its number, or no (1, no) [1]:" in err
     assert out.splitlines()[-1] == "the tracker holds issue #1 (A), issue #2 (B), comment #1 on #1 (C)"
+
+
+# The tracker as a running service: `crashlab run --service URL`.
+
+
+def served(tmp_path, tracker: str = "keyed"):
+    from crashlab.service.process import ServiceProcess
+
+    return ServiceProcess.start(tmp_path / f"service-{tracker}", tracker, control=False)
+
+
+def test_a_run_killed_where_the_service_committed_resumes_against_it_and_makes_each_effect_once(tmp_path):
+    """The service is another process: the agent's death leaves its records standing, as a real tracker's."""
+    with served(tmp_path) as service:
+        run_dir = str(tmp_path / "run")
+        killed = crashlab("run", TRIAGE, "--dir", run_dir, "--person", "auto", "--service", service.url,
+                          "--crash-at", "9")
+        assert killed.returncode == -signal.SIGKILL
+        assert killed.stderr.splitlines()[-1] == "point 9 accepted  turn 1 call A (create_issue)"
+        assert [r["title"] for r in service.state()["records"]] == ["Login fails on Safari"]
+        resumed = crashlab("run", TRIAGE, "--dir", run_dir, "--person", "auto", "--service", service.url)
+        assert resumed.returncode == 0, resumed.stderr
+        assert resumed.stdout.splitlines()[-1] == "the tracker holds issue #1 (A), issue #2 (B), comment #1 on #1 (C)"
+        assert [(r["kind"], r["number"]) for r in service.state()["records"]] == [
+            ("issue", 1), ("issue", 2), ("comment", 1)]
+
+
+def test_against_a_keyless_service_the_restart_asks_and_still_makes_each_effect_once(tmp_path):
+    with served(tmp_path, "keyless") as service:
+        run_dir = str(tmp_path / "run")
+        crashlab("run", TRIAGE, "--dir", run_dir, "--person", "auto", "--service", service.url, "--crash-at", "9")
+        resumed = crashlab("run", TRIAGE, "--dir", run_dir, "--person", "auto", "--service", service.url)
+        assert resumed.returncode == 0, resumed.stderr
+        assert "(keyless tracker)" in resumed.stderr
+        assert len(service.state()["records"]) == 3
+
+
+def test_a_service_that_is_not_the_runs_is_refused_in_one_line(cli, tmp_path):
+    with served(tmp_path, "lookup") as service:
+        code, out, err = cli("run", TRIAGE, "--dir", str(tmp_path / "run"), "--person", "auto", "--service",
+                             service.url, "--tracker", "keyed")
+        assert (code, out) == (2, "") and f"the service at {service.url} is a lookup tracker, and this run is keyed" \
+            in err
+        local = tmp_path / "local"
+        assert cli("run", TRIAGE, "--dir", str(local), "--person", "auto")[0] == 0
+        code, out, err = cli("run", TRIAGE, "--dir", str(local), "--person", "auto", "--service", service.url)
+        assert (code, out) == (2, "") and "holds the records of a run on its own tracker" in err
+    code, out, err = cli("run", TRIAGE, "--dir", str(tmp_path / "gone"), "--person", "auto", "--service",
+                         service.url)
+    assert (code, out) == (2, "") and f"the service at {service.url} did not answer GET /_crashlab/state" in err
+    assert len(err.strip().splitlines()) == 1

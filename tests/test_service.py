@@ -97,6 +97,7 @@ def test_issues_and_comments_are_each_numbered_from_one_and_state_lists_them_in_
     assert (answer.status_code, answer.json()) == (201, {"number": 1})
     assert api.comment(2, "and on prod").json() == {"number": 2}
     assert api.service.state() == {
+        "tracker": "keyed",
         "records": [
             {"kind": "issue", "number": 1, "issue": None, "title": "Login fails", "body": "blank page", "key": None},
             {"kind": "issue", "number": 2, "issue": None, "title": "Export is slow", "body": "", "key": None},
@@ -287,7 +288,7 @@ def test_reset_empties_records_keys_counts_fences_and_the_clock(services):
     api.http.post("/model/calls")
     api.service.advance(23)
     api.service.reset()
-    assert api.service.state() == {"records": [], "asks": 0, "approvals": 0, "model_calls": 0}
+    assert api.service.state() == {"tracker": "fencing", "records": [], "asks": 0, "approvals": 0, "model_calls": 0}
     assert api.lookup("k1").status_code == 404
     assert api.issue("Export is slow", key="k2").status_code == 201, "the fence went with the reset"
     api.service.advance(2)  # had the clock kept its 23 hours, k2 would now be 25 hours old

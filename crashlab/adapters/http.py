@@ -1,4 +1,4 @@
-"""The job's tools as a framework's user writes them against a real service: plain HTTP, no crashlab.
+"""The job's tools as a framework's user writes them against a real service: plain HTTP.
 
 Each call is a JSON request to the service at ``CRASHLAB_TRACKER_URL`` (read when the call is made,
 as a forked process gets it), with an ``Idempotency-Key`` header when the tool is keyed. An error
@@ -9,13 +9,10 @@ from __future__ import annotations
 
 import json
 import os
-import urllib.error
 import urllib.parse
-import urllib.request
 from typing import Any
 
-#: No proxy: the service is on this machine.
-_DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+from crashlab.world.remote import exchange
 
 
 class ServiceError(Exception):
@@ -24,14 +21,10 @@ class ServiceError(Exception):
 
 
 def _send(method: str, path: str, payload: dict[str, Any] | None = None, key: str | None = None) -> Any:
-    headers = {"Content-Type": "application/json", **({"Idempotency-Key": key} if key is not None else {})}
-    data = None if payload is None else json.dumps(payload).encode()
-    request = urllib.request.Request(os.environ["CRASHLAB_TRACKER_URL"] + path, data, headers, method=method)
-    try:
-        with _DIRECT.open(request, timeout=60) as answer:
-            return json.load(answer)
-    except urllib.error.HTTPError as error:
-        raise ServiceError(f"{method} {path}: {error.code} {error.read().decode(errors='replace')}") from None
+    answer = exchange(os.environ["CRASHLAB_TRACKER_URL"], method, path, payload, key)
+    if answer.status >= 400:
+        raise ServiceError(f"{method} {path}: {answer.status} {json.dumps(answer.body)}")
+    return answer.body
 
 
 def create_issue(title: str, body: str, key: str | None = None) -> int:

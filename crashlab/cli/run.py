@@ -102,9 +102,13 @@ PERSONS = {"ask": TerminalPerson, **program.PERSONS}
               help="SIGKILL this process at its N-th crash point (numbered as the sweep numbers them).")
 @click.option("--pace", type=float, default=0.0, callback=pace_seconds, metavar="SECONDS",
               help=f"Sleep SECONDS (at most {MAX_PACE:g}) at every crash point, to leave time to kill it by hand.")
+@click.option("--service", metavar="URL",
+              help="The tracker is this running `crashlab serve` (the same for every run of DIR), not DIR's own: "
+                   "DIR keeps the checkpoint and the person's and model's counts. Its tracker mode is the run's.")
 def run(job_path: str, directory: Path, tracker_mode: str | None, person: str, kill_at: int | None,
-        pace: float) -> None:
-    """Run JOB with the agent's own loop as a real process, against a SQLite tracker in DIR.
+        pace: float, service: str | None) -> None:
+    """Run JOB with the agent's own loop as a real process, against a SQLite tracker in DIR (or the running
+    service at --service URL).
 
     Kill it at any moment (Ctrl-C, kill -9) and run the same command again: it resumes from
     DIR/checkpoint.json and finishes with no duplicate and nothing lost under the keyed or lookup
@@ -115,9 +119,11 @@ def run(job_path: str, directory: Path, tracker_mode: str | None, person: str, k
     crashlab run triage --dir run1 --pace 0.5     then kill -9 it, and run it again
     crashlab tracker show run1                                   what the tracker holds
     crashlab checkpoint show run1                                what the checkpoint holds
+    crashlab serve --dir svc &   then   crashlab run triage --dir run2 --service URL
     """
     job = open_job(job_path)
-    finished = program.run(job, directory, tracker_mode, PERSONS[person], kill_at, pace, say)  # type: ignore[arg-type]
+    finished = program.run(job, directory, tracker_mode, PERSONS[person], kill_at, pace, say,  # type: ignore[arg-type]
+                           service)
     held = ", ".join(describe(r) for r in finished.records) or "nothing"
     if finished.already:
         click.echo(f"{directory}: already finished, nothing to do. The tracker holds {held}.")

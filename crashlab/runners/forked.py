@@ -42,7 +42,15 @@ from crashlab.errors import HarnessError
 from crashlab.runners import TIME_LIMIT
 from crashlab.runners.served import RUN_DIR, SCRATCH, LoopFailed, Outside, Services
 from crashlab.world import World, WorldState
-from crashlab.world.sqlite import TRACKER_FILE, Database, PersonFactory, SqlitePerson, open_world, world_in
+from crashlab.world.sqlite import (
+    TRACKER_FILE,
+    Database,
+    PersonFactory,
+    SqlitePerson,
+    TrackerFactory,
+    open_world,
+    world_in,
+)
 
 #: Files of a run directory that are the harness's own, not the loop's state.
 HARNESS_FILES = ("lock", "checkpoint.json.tmp")
@@ -91,11 +99,12 @@ class KillingRecorder(Recorder):
 
 
 def life_in(directory: Path, setup: Setup, points: Recorder, person: PersonFactory = SqlitePerson,
-            sync: str = "none") -> None:
-    """One life of `setup`'s loop, in this process, over the files in `directory`: the child's, or `crashlab run`'s."""
+            sync: str = "none", tracker: TrackerFactory | None = None) -> None:
+    """One life of `setup`'s loop, in this process, over the files in `directory`: the child's, or `crashlab run`'s
+    (whose tracker may be a running service instead, `tracker`)."""
     variant = setup.variant
     with recording(points), Database(directory / TRACKER_FILE) as db:
-        world = open_world(db, setup.job, points, variant.tracker, person, desk=variant.desk)
+        world = open_world(db, setup.job, points, variant.tracker, person, desk=variant.desk, tracker=tracker)
         store = FileStore(directory, points, sync=sync)
         variant.entry(Run(setup.job, world, store, directory, points.process, points))
 

@@ -33,6 +33,7 @@ from crashlab.loops import VARIANTS
 from crashlab.loops.agent import Agent
 from crashlab.runners.forked import KillingRecorder, life_in
 from crashlab.world import TRACKER_MODES, Record, TrackerMode
+from crashlab.world.remote import RemoteTracker, served_mode
 from crashlab.world.sqlite import (
     CLAIMS,
     TRACKER_FILE,
@@ -134,13 +135,23 @@ PERSONS: dict[str, PersonFactory] = {
 
 @dataclass(frozen=True)
 class RunDir:
-    """The files of one run directory."""
+    """The files of one run directory, and the service that holds its records instead, if one does."""
 
     path: Path
+    service: str | None = None  # the URL of a running `crashlab serve`
 
     @property
     def tracker(self) -> Path:
         return self.path / TRACKER_FILE
+
+    @property
+    def world(self) -> str:
+        """Where the run's records are, as a message names it."""
+        return f"the service at {self.service}" if self.service else str(self.tracker)
+
+    def remote(self, points: Recorder, mode: TrackerMode, job: Job) -> RemoteTracker:
+        assert self.service is not None
+        return RemoteTracker(points, self.service, mode, job)
 
     @property
     def checkpoint(self) -> Path:
@@ -219,7 +230,7 @@ def check_agrees(files: RunDir, checkpoint: Checkpoint | None, claims: dict[str,
     lost its WAL, a checkpoint deleted or put back from an older copy, wiped meta: each breaks one.
     """
     if checkpoint is None and records:
-        raise RunError(f"{files.tracker} holds {len(records)} records of a run ({held(records[0])} first) but "
+        raise RunError(f"{files.world} holds {len(records)} records of a run ({held(records[0])} first) but "
                        f"{files.checkpoint} is missing: running would make them all again under a new run ID; "
                        "use a new run directory")
     if checkpoint is not None and (problem := disagreement(files, checkpoint, records)):
@@ -240,7 +251,7 @@ def disagreement(files: RunDir, checkpoint: Checkpoint, records: list[Record]) -
                 return f"{files.checkpoint} says call {call.id} {problem}"
     for record in records:
         if record.call not in known:
-            return (f"{files.tracker} holds {held(record)}, of which {files.checkpoint} knows nothing "
+            return (f"{files.world} holds {held(record)}, of which {files.checkpoint} knows nothing "
                     "(no marker, no result)")
     return None
 
@@ -259,7 +270,7 @@ def wrong_result(files: RunDir, call: Call, turn: TurnRecord, results: dict[str,
         return f"returned {shown(result)}, which is no {kind} number"
     if any(r.call == call.id and r.kind == kind and r.number == result for r in records):
         return None
-    return f"made {kind} #{result}, which {files.tracker} does not hold"
+    return f"made {kind} #{result}, which {files.world} does not hold"
 
 
 def held(record: Record) -> str:
@@ -279,15 +290,18 @@ def make(directory: Path) -> None:
 
 
 def run(job: Job, directory: Path, tracker_mode: TrackerMode | None = None, person: PersonFactory = SqlitePerson,
-        kill_at: int | None = None, pace: float = 0.0, echo: Callable[[str], None] | None = None) -> Finished:
+        kill_at: int | None = None, pace: float = 0.0, echo: Callable[[str], None] | None = None,
+        service: str | None = None) -> Finished:
     """One process of the agent's loop over the run directory: start, resume, or say it is done.
 
     It lives its life as every process of a sweep killed for real does (`crashlab.runners.forked`),
     here in this process, with its checkpoint fully synced. `tracker_mode` None means the
-    directory's own (keyed for a new one); any other must match it.
+    directory's own (keyed for a new one); any other must match it. With `service` (a running
+    `crashlab serve`'s URL), the tracker is that service, whose mode the run's must be; the
+    directory keeps the checkpoint, the person's and the model's counts.
     """
     make(directory)
-    files = RunDir(directory)
+    files = RunDir(directory, service)
     say = echo or (lambda line: None)
     with locked(directory):
         checkpoint, mode, records = resumable(files, job, tracker_mode)
@@ -298,8 +312,8 @@ def run(job: Job, directory: Path, tracker_mode: TrackerMode | None = None, pers
             say(f"resuming {directory} ({mode} tracker): {checkpoint.summary()}" if checkpoint
                 else f"new run of {job.name} in {directory} ({mode} tracker)")
             passed = live(job, files, mode, person, KillingRecorder(kill_at, pace, echo)).passed
-            with Database(files.tracker, readonly=True) as db:
-                finished = Finished(files.load(Recorder()) or Checkpoint.new(job.run), db.records(), already=False)
+            finished = Finished(files.load(Recorder()) or Checkpoint.new(job.run), records_of(files, mode, job),
+                                already=False)
     if kill_at is not None and passed < kill_at:
         say(f"--crash-at {kill_at} never fired: this process passed only {passed} crash points")
     return finished
@@ -320,23 +334,37 @@ def resumable(files: RunDir, job: Job, tracker_mode: TrackerMode | None) -> tupl
                 raise RunError(f"{files.checkpoint} has no tracker beside it: {files.tracker} is missing")
             check_belongs(checkpoint, job, files.checkpoint)
         held, records = found or ({}, [])
-        check_agrees(files, checkpoint, held, records)
-        mode = tracker_mode or held.get("tracker") or "keyed"
+        mode = tracker_mode or held.get("tracker") or (served_mode(files.service) if files.service else "keyed")
         if mode not in TRACKER_MODES:
             raise RunError(f"{files.tracker} was made for tracker {shown(mode)}, which this crashlab does not know")
+        if files.service is not None:
+            if records:
+                raise RunError(f"{files.tracker} holds the records of a run on its own tracker: it cannot go on "
+                               f"against {files.world}; use a new run directory")
+            records = files.remote(Recorder(), mode, job).records
+        check_agrees(files, checkpoint, held, records)
         check_claims(files.tracker, held, job, mode)
     except WorldError as error:
         raise RunError(str(error)) from None
     return checkpoint, mode, records
 
 
+def records_of(files: RunDir, mode: TrackerMode, job: Job) -> list[Record]:
+    """What the run's tracker holds now: in the directory, or at the service."""
+    if files.service is not None:
+        return files.remote(Recorder(), mode, job).records
+    with Database(files.tracker, readonly=True) as db:
+        return db.records()
+
+
 def live(job: Job, files: RunDir, mode: TrackerMode, person: PersonFactory, points: KillingRecorder) -> KillingRecorder:
     """The agent's life over the run directory; a disk that fails it (full, read-only, gone) is one line."""
     agent = Agent(mode, random_ids=True)
     setup = Setup(replace(VARIANTS[agent.slug], entry=agent.entry), job)
+    remote = None if files.service is None else (lambda points, db, mode: files.remote(points, mode, job))
     points.start_process()
     try:
-        life_in(files.path, setup, points, person, sync="full")
+        life_in(files.path, setup, points, person, sync="full", tracker=remote)
     except BrokenPipeError:  # the terminal's reader went away: the command line ends quietly
         raise
     except OSError as error:

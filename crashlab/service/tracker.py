@@ -406,7 +406,7 @@ class Service:
     def state(self) -> dict[str, Any]:
         self.catch_up()  # the scenario is over and the service alive: what it answered, it writes
         counts = {name: self.store.count(name) for name in COUNTS}
-        return {"records": [r.as_json() for r in self.store.records()], **counts}
+        return {"tracker": self.tracker, "records": [r.as_json() for r in self.store.records()], **counts}
 
     def advance(self, payload: dict[str, Any]) -> float:
         fields(payload, ("advance_hours",))

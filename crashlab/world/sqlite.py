@@ -389,23 +389,26 @@ class SqliteModel(Model):
 
 #: Builds the person of a world in a database: `SqlitePerson` answers as the scripted person does.
 PersonFactory = Callable[[Recorder, Database, TrackerProtocol], Person]
+#: Where the tracker lives: made from the recorder, the run's database and the mode.
+TrackerFactory = Callable[[Recorder, Database, TrackerMode], TrackerProtocol]
 
 
 def open_world(db: Database, job: Job, points: Recorder, tracker_mode: TrackerMode = "keyed",
-               person: PersonFactory = SqlitePerson, desk: DeskMode = "remembers") -> World:
+               person: PersonFactory = SqlitePerson, desk: DeskMode = "remembers",
+               tracker: TrackerFactory | None = None) -> World:
     """The world of `job` in `db`: made on first use, and refused if it was made for another job or tracker.
 
     The job's name, its fingerprint (all it does, `Job.fingerprint`) and the tracker's mode are
     claimed by the first process, so a later one cannot resume a run of another job, or under
     different rules (a keyless restart of a keyed run would break its keys).
     A desk that remembers keeps its questions and decisions in `db`; one that forgets keeps them in
-    the process, and loses them with it.
+    the process, and loses them with it. `tracker` puts the tracker elsewhere (a running service).
     """
     if tracker_mode not in TRACKER_MODES:
         raise WorldError(f"unknown tracker {tracker_mode!r} (valid: {', '.join(TRACKER_MODES)})")
     for name, wanted in claims(job, tracker_mode).items():
         check_claims(db.path, {name: db.claim(name, wanted)}, job, tracker_mode)
-    return world_in(db, job, points, tracker_mode, person, desk)
+    return world_in(db, job, points, tracker_mode, person, desk, tracker)
 
 
 def claims(job: Job, tracker_mode: str) -> dict[str, str]:
@@ -426,13 +429,15 @@ def check_claims(path: Path, held: dict[str, str], job: Job, tracker_mode: str) 
 
 
 def world_in(db: Database, job: Job, points: Recorder, tracker_mode: TrackerMode = "keyed",
-             person: PersonFactory = SqlitePerson, desk: DeskMode = "remembers") -> World:
-    """The world in `db` as it stands, claiming nothing: for a look at it, as the harness takes after a death."""
-    tracker = SqliteTracker(points, db, tracker_mode)
-    someone = person(points, db, tracker)
+             person: PersonFactory = SqlitePerson, desk: DeskMode = "remembers",
+             tracker: TrackerFactory | None = None) -> World:
+    """The world in `db` as it stands, claiming nothing: for a look at it, as the harness takes after a death.
+    Its tracker is in `db` too, unless `tracker` makes one elsewhere."""
+    made = (tracker or SqliteTracker)(points, db, tracker_mode)
+    someone = person(points, db, made)
     if desk == "remembers":
         approvals = ApprovalDesk(points, someone, desk, DurableSet(db, "pending"), Decisions(db))
     else:
         approvals = ApprovalDesk(points, someone, desk)
-    return World(tracker, someone, approvals, SqliteModel(points, db, job), Wire(tracker),
+    return World(made, someone, approvals, SqliteModel(points, db, job), Wire(made),
                  DurableSet(db, "servers_died"))
