@@ -8,9 +8,14 @@ where the crash would be, which is what a SIGKILL leaves, so what a dying loop w
 reach its table.
 """
 
+import atexit
 import itertools
+import subprocess
+import sys
+import threading
 from contextlib import nullcontext
 from dataclasses import dataclass, replace
+from typing import ClassVar
 
 import pytest
 from hypothesis import given
@@ -128,6 +133,71 @@ class NeverFinishes(DesignLoop):
 class FakesItsCrash(DesignLoop):
     def run(self):
         raise Crash("temp", 1)
+
+
+class StartsAThread(DesignLoop):
+    """Saves from a background thread, which a death in process cannot stop."""
+
+    started = threading.Event()
+
+    def run(self):
+        threading.Thread(target=self.started.wait, name="saver", daemon=True).start()
+        super().run()
+
+
+class StartsAChild(DesignLoop):
+    """Hands work to a child process, which a death in process leaves running."""
+
+    children: ClassVar[list] = []
+
+    def run(self):
+        self.children.append(subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"]))
+        super().run()
+
+
+class RegistersAtExit(DesignLoop):
+    """Saves at exit: in process, that is once, when the sweep ends."""
+
+    def run(self):
+        atexit.register(_nothing)
+        super().run()
+
+
+def _nothing():
+    pass
+
+
+@pytest.mark.parametrize("loop_class, says", [
+    (StartsAThread, "left a thread running (saver)"),
+    (StartsAChild, "left a child process running (pid "),
+    (RegistersAtExit, "registered an atexit handler"),
+])
+def test_in_process_a_loop_that_leaves_anything_running_after_its_death_is_refused(triage, loop_class, says):
+    try:
+        with pytest.raises(HarnessError) as error:
+            run_scenario(hostile("leaves", loop_class), triage, (5,))
+        assert str(error.value).startswith("leaves:5: process 1 ") and says in str(error.value)
+        assert "sweep the loop forked (--kill)" in str(error.value)
+    finally:
+        StartsAThread.started.set()
+        for child in StartsAChild.children:
+            child.kill()
+            child.wait()
+        atexit.unregister(_nothing)
+
+
+def test_a_loop_that_joins_its_threads_and_children_before_it_returns_is_counted(triage):
+    """Only what is left running is refused: work done and waited for is the loop's own business."""
+
+    class Waits(DesignLoop):
+        def run(self):
+            thread = threading.Thread(target=lambda: None)
+            thread.start()
+            thread.join()
+            subprocess.run([sys.executable, "-c", "pass"], check=True)
+            super().run()
+
+    assert run_scenario(hostile("waits", Waits), triage, ()).finished
 
 
 @pytest.fixture(params=["memory", "files"])

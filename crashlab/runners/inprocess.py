@@ -10,10 +10,13 @@ snapshot taken where the death would be, which is exactly what a SIGKILL there l
 
 from __future__ import annotations
 
+import atexit
 import shutil
 import tempfile
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from crashlab.durable.checkpoint import CheckpointError
@@ -23,6 +26,7 @@ from crashlab.engine.points import Crash, Recorder, recording
 from crashlab.engine.run import Run
 from crashlab.engine.scenario import ScenarioRun, Setup, check_death, check_finished
 from crashlab.engine.variant import RunnerKind
+from crashlab.errors import HarnessError
 from crashlab.runners import StoreKind
 from crashlab.world import World, WorldState
 
@@ -118,15 +122,22 @@ class InProcess:
 
     @staticmethod
     def _live(setup: Setup, world: World, store: Store, points: Recorder) -> tuple[bool, str | None]:
-        """Run one process: whether it returned, and why it could not start if its checkpoint was unreadable."""
+        """Run one process: whether it returned, and why it could not start if its checkpoint was unreadable.
+
+        A process here is a call, and its death an exception: nothing it started in the background
+        dies with it. So a life that leaves a thread or a child process running, or an atexit
+        handler to run, is refused (`Leftovers`): what those did after its death would be counted."""
+        before = Leftovers.now()
         with recording(points):
             try:
                 setup.variant.entry(Run(setup.job, world, store, None, points.process, points))
-                return True, None
+                returned, stuck = True, None
             except Crash:
-                return False, None
+                returned, stuck = False, None
             except CheckpointError as error:
-                return False, str(error)
+                returned, stuck = False, str(error)
+        Leftovers.now().check(before, points)
+        return returned, stuck
 
     @staticmethod
     def _ended(setup: Setup, crashes: tuple[int, ...], choices: tuple[Choice, ...], points: Recorder, world: World,
@@ -137,6 +148,45 @@ class InProcess:
         final = check_finished(points, store) if stuck is None and setup.variant.keeps_checkpoint else None
         return ScenarioRun(setup, crashes, choices, points, world, store, final, stuck is None, start, stuck, left,
                            deaths)
+
+
+@dataclass(frozen=True)
+class Leftovers:
+    """What runs beside this process, or after it: its threads, its child processes, its atexit handlers."""
+
+    threads: frozenset[int]
+    children: frozenset[int]
+    at_exit: int
+
+    @classmethod
+    def now(cls) -> Leftovers:
+        threads = frozenset(t.ident for t in threading.enumerate() if t.ident is not None and t.is_alive())
+        return cls(threads, _children(), atexit._ncallbacks())
+
+    def check(self, before: Leftovers, points: Recorder) -> None:
+        """Refuse, as a `HarnessError`, what the life since `before` left behind."""
+        where = f"{points.scenario}: process {points.process}"
+        why = "in process no death stops it, so what it does after one would be counted: sweep the loop forked (--kill)"
+        if threads := self.threads - before.threads:
+            names = ", ".join(sorted(t.name for t in threading.enumerate() if t.ident in threads))
+            raise HarnessError(f"{where} left a thread running ({names}): {why}")
+        if children := self.children - before.children:
+            raise HarnessError(f"{where} left a child process running (pid {', '.join(map(str, sorted(children)))}): "
+                               f"{why}")
+        if self.at_exit > before.at_exit:
+            raise HarnessError(f"{where} registered an atexit handler: in process it runs once, when the sweep "
+                               "exits, not at each death: sweep the loop forked (--kill)")
+
+
+def _children() -> frozenset[int]:
+    """The pids of this process's living children, whichever of its threads started them (Linux's /proc)."""
+    found: set[int] = set()
+    for task in Path("/proc/self/task").glob("*"):
+        try:
+            found.update(int(pid) for pid in (task / "children").read_text().split())
+        except OSError:
+            continue  # a thread that ended, or a kernel without the children file
+    return frozenset(found)
 
 
 def memory_store(points: Recorder, sync: str) -> Store:
