@@ -40,6 +40,7 @@ from crashlab.engine.scenario import ScenarioRun, Setup, check_death, check_fini
 from crashlab.engine.variant import RunnerKind
 from crashlab.errors import HarnessError
 from crashlab.runners import TIME_LIMIT
+from crashlab.runners.group import Child
 from crashlab.runners.served import RUN_DIR, SCRATCH, LoopFailed, Outside, Services
 from crashlab.world import World, WorldState
 from crashlab.world.sqlite import (
@@ -254,31 +255,29 @@ def forked(body: Callable[[Callable[[bytes], None]], None], limit: float = TIME_
         finally:
             os._exit(status)
     os.close(write)
+    child = Child(pid)
     try:
-        lead(pid)
-        said = _heard(read, pid, limit)
-        _, status = os.waitpid(pid, 0)
+        said = bytearray()
+        is_open = _heard(read, child, limit, said)
+        status = child.reap()  # what it left running dies here, before its last words are read
+        if is_open:
+            os.set_blocking(read, False)
+            with suppress(BlockingIOError):
+                while chunk := os.read(read, 1 << 16):
+                    said += chunk
     except BaseException:
-        end_group(pid)
+        child.end()
         raise
     finally:
         os.close(read)
-    return status, said
+    return status, bytes(said)
 
 
-def lead(pid: int) -> None:
-    """Make the child the leader of its group from here too, so the group exists before it is signalled (it
-    may have done so itself already, or be gone)."""
-    with suppress(PermissionError, ProcessLookupError):
-        os.setpgid(pid, pid)
-
-
-def _heard(read: int, pid: int, limit: float) -> bytes:
-    """All the child writes down the pipe until it ends, then what it started is killed. The child's end is
-    watched, not the pipe's: a helper that inherited the pipe may hold it open after the child is gone."""
-    said = bytearray()
+def _heard(read: int, child: Child, limit: float, said: bytearray) -> bool:
+    """Take what the child writes down the pipe until it ends; whether the pipe is still open. The child's end
+    is watched, not the pipe's: a helper that inherited the pipe may hold it open after the child is gone."""
     deadline, is_open = time.monotonic() + limit, True
-    ended = os.pidfd_open(pid)
+    ended = os.pidfd_open(child.pid)
     try:
         while True:
             left = deadline - time.monotonic()
@@ -286,32 +285,12 @@ def _heard(read: int, pid: int, limit: float) -> bytes:
             if not ready:
                 raise Hung(f"hung: it ran past its time limit of {limit:g} s (--time-limit), and was killed")
             if ended in ready:
-                break
+                return is_open
             chunk = os.read(read, 1 << 16)
             said += chunk
             is_open = bool(chunk)
     finally:
         os.close(ended)
-    kill_group(pid)
-    if is_open:  # what it wrote just before it ended
-        os.set_blocking(read, False)
-        with suppress(BlockingIOError):
-            while chunk := os.read(read, 1 << 16):
-                said += chunk
-    return bytes(said)
-
-
-def kill_group(pid: int) -> None:
-    """SIGKILL every process left in the group `pid` leads."""
-    with suppress(ProcessLookupError):
-        os.killpg(pid, signal.SIGKILL)
-
-
-def end_group(pid: int) -> None:
-    """Kill the group `pid` leads, the leader too, and reap the leader."""
-    kill_group(pid)
-    with suppress(ChildProcessError):
-        os.waitpid(pid, 0)
 
 
 def _tell(fd: int, data: bytes) -> None:

@@ -19,7 +19,6 @@ from __future__ import annotations
 import os
 import select
 import shutil
-import signal
 import socket
 import tempfile
 import time
@@ -38,6 +37,7 @@ from crashlab.engine.scenario import Setup
 from crashlab.errors import HarnessError
 from crashlab.faults import Serving
 from crashlab.runners import TIME_LIMIT
+from crashlab.runners.group import Child
 from crashlab.service import control
 from crashlab.service.process import ServiceProcess
 from crashlab.service.yours import YourService, state_of
@@ -79,8 +79,6 @@ def live_served(setup: Setup, points: Recorder, directory: Path, service: Servic
     harness's word, and the caller kills it where it waits. A `landing` lands the request a dead
     process left on the wire as this one passes its point. The process leads a process group, which
     every kill takes whole, and which is killed when it ends; `LoopFailed`, hung, past `limit` seconds."""
-    from crashlab.runners.forked import end_group, lead
-
     assert service.control is not None, "a sweep's service has a control line"
     ours, theirs = socket.socketpair()
     pid = os.fork()
@@ -95,15 +93,15 @@ def live_served(setup: Setup, points: Recorder, directory: Path, service: Servic
         finally:
             os._exit(status)
     theirs.close()
+    child = Child(pid)
     try:
-        lead(pid)
-        return _watch(points, pid, ours, service.control, dies, landing, time.monotonic() + limit, limit)
+        return _watch(points, child, ours, service.control, dies, landing, time.monotonic() + limit, limit)
     finally:
-        end_group(pid)
+        child.end()
         ours.close()
 
 
-def _watch(points: Recorder, pid: int, loop: socket.socket, service: socket.socket, dies: bool,
+def _watch(points: Recorder, child: Child, loop: socket.socket, service: socket.socket, dies: bool,
            landing: Landing | None, deadline: float, limit: float) -> bool:
     """Take every event of the loop and the service until the loop's process ends, and kill it where told."""
     where = Where()
@@ -124,7 +122,7 @@ def _watch(points: Recorder, pid: int, loop: socket.socket, service: socket.sock
             points.events.append(Event(points.process, "point", str(crash_point), where, points.passed,
                                        {"service": True} if answer is service else {}))
             if points.passed == target:
-                kill(pid)
+                child.end()  # and only then may the service answer it
                 points.events.append(Event(points.process, "crash", str(crash_point), where, points.passed))
                 points.dead = Crash(str(crash_point), points.passed)
             if landing is not None:
@@ -136,10 +134,10 @@ def _watch(points: Recorder, pid: int, loop: socket.socket, service: socket.sock
 
     def from_loop() -> bool | None:
         """The loop's next frame taken; how its life ended, once it has, else None."""
-        message = _receive(loop, scenario, pid)
+        message = _receive(loop, scenario, child)
         kind = message.get("kind")
         if kind == "end" or not take(message, loop if kind == "point" else None):
-            return _ended(message, points, pid, scenario)
+            return _ended(message, points, child, scenario)
         return None
 
     while True:
@@ -153,16 +151,16 @@ def _watch(points: Recorder, pid: int, loop: socket.socket, service: socket.sock
                 if (ended := from_loop()) is not None:
                     return ended
             if not take(control.receive(service), service):
-                return _ended({}, points, pid, scenario)
+                return _ended({}, points, child, scenario)
         elif (ended := from_loop()) is not None:
             return ended
 
 
-def _receive(loop: socket.socket, scenario: str, pid: int) -> dict[str, Any]:
+def _receive(loop: socket.socket, scenario: str, child: Child) -> dict[str, Any]:
     try:
         return control.receive(loop)
     except control.LineBroken:
-        _, status = os.waitpid(pid, 0)
+        status = child.reap()
         raise HarnessError(f"{scenario} ended (wait status {status}) without a word: killed by something "
                            "else?") from None
 
@@ -173,26 +171,22 @@ class LoopFailed(HarnessError):
 
     def __init__(self, scenario: str, why: str):
         super().__init__(f"{scenario} failed: {why}")
-        self.why = why
+        self.scenario, self.why = scenario, why
+
+    def __reduce__(self) -> tuple[type[LoopFailed], tuple[str, str]]:
+        return LoopFailed, (self.scenario, self.why)  # it crosses from a worker process whole
 
 
-def _ended(message: dict[str, Any], points: Recorder, pid: int, scenario: str) -> bool:
+def _ended(message: dict[str, Any], points: Recorder, child: Child, scenario: str) -> bool:
     if points.dead is not None:
         return False
-    _, status = os.waitpid(pid, 0)
+    status = child.reap()
     ended = message.get("ended")
     if ended == "returned" and os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0:
         return True
     if ended:
         raise LoopFailed(scenario, str(ended))
     raise HarnessError(f"{scenario} failed: wait status {status}")
-
-
-def kill(pid: int) -> None:
-    """SIGKILL the loop's process, with every process it started, and wait until it is gone: only then may
-    the service answer it."""
-    os.killpg(pid, signal.SIGKILL)
-    os.waitpid(pid, 0)
 
 
 def _child(setup: Setup, scenario: str, process: int, directory: Path, line: socket.socket,

@@ -1,0 +1,46 @@
+"""A process of a scenario, forked from the harness, leading a process group of its own.
+
+Its death must take every process it started (a forked helper, a `subprocess.Popen` child), as a
+machine's death would, so each such process leads a group, and every kill is of the whole group.
+A group is killed only while its leader is not yet reaped: until then its pid cannot be reused, so
+a signal to the group can never reach another scenario's process that happens to get the same pid
+(pids wrap at 32,768 here, and a sweep forks thousands).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from contextlib import suppress
+from dataclasses import dataclass
+
+
+@dataclass
+class Child:
+    """The harness's handle on one forked process that leads its own group (it called ``os.setpgid(0, 0)``)."""
+
+    pid: int
+    status: int | None = None  # its wait status, once reaped
+
+    def __post_init__(self) -> None:
+        with suppress(PermissionError, ProcessLookupError):  # the child may have done it already, or be gone
+            os.setpgid(self.pid, self.pid)  # so the group exists before the harness signals it
+
+    def kill(self) -> None:
+        """SIGKILL the whole group, the leader too, unless the leader is already reaped."""
+        if self.status is None:
+            with suppress(ProcessLookupError):
+                os.killpg(self.pid, signal.SIGKILL)
+
+    def reap(self) -> int:
+        """Wait for the leader to end, kill what it left running, then collect its wait status."""
+        if self.status is None:
+            os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOWAIT)  # ended, but its pid still held
+            self.kill()
+            _, self.status = os.waitpid(self.pid, 0)
+        return self.status
+
+    def end(self) -> int:
+        """Kill the group and reap the leader: for a harness that stops waiting on it."""
+        self.kill()
+        return self.reap()
