@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import os
 import pickle
+import re
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -64,8 +65,10 @@ def grow_everywhere(trunks: list[Trunk], spec: RunnerSpec, workers: int, schedul
     return [[next(flat) for _ in t.branches] for t in trunks]
 
 
-#: Seconds to wait for a Dask scheduler to answer before saying it cannot be reached.
+#: Seconds to wait for a Dask scheduler to accept a connection, and again for its first answer.
 CONNECT_TIMEOUT = 5
+#: What --scheduler takes: Dask's TCP (or TLS) address of a scheduler, an IPv6 host in brackets.
+ADDRESS = re.compile(r"(tcp|tls)://(?P<host>\[[0-9A-Fa-f:.]+\]|[^\s:/\[\]]+):(?P<port>[0-9]{1,5})")
 
 
 class SchedulerError(BadInput):
@@ -109,6 +112,7 @@ def on_dask(address: str) -> Pool:
             from distributed import as_completed as dask_completed
         except ImportError:
             raise SchedulerError("--scheduler needs Dask: pip install 'crashlab[dask]'") from None
+        greet(address)
         try:
             client = Client(address, timeout=CONNECT_TIMEOUT)
         except (OSError, TimeoutError, ValueError) as error:
@@ -117,6 +121,49 @@ def on_dask(address: str) -> Pool:
             return gathered(client.map(fn, items, pure=False), dask_completed, done)
 
     return run
+
+
+def greet(address: str) -> None:
+    """Reach `address` and ask who answers, each step within CONNECT_TIMEOUT, or refuse it in one line.
+
+    Dask's own client bounds only the TCP connect: a listener that never answers holds it forever,
+    and a server that is not Dask's answers bytes its reader takes for a frame's length (an HTTP
+    reply asks for exabytes). So the connection is made here first, then the first exchange (Dask's
+    handshake, and the `identity` request a scheduler answers with its type) runs under one
+    deadline; anything but a scheduler is refused before the client is made.
+    """
+    import asyncio
+    import socket
+
+    from distributed.comm import connect
+
+    found = ADDRESS.fullmatch(address)
+    if found is None or int(found["port"]) > 65535:
+        raise SchedulerError(f"--scheduler {address!r}: a Dask scheduler's address is tcp://HOST:PORT")
+    try:
+        socket.create_connection((found["host"].strip("[]"), int(found["port"])), timeout=CONNECT_TIMEOUT).close()
+    except OSError as error:
+        why = f"nothing answered within {CONNECT_TIMEOUT} s" if isinstance(error, TimeoutError) else error.strerror
+        raise SchedulerError(f"cannot reach the Dask scheduler {address!r}: {why or error}") from None
+
+    async def identity() -> object:
+        comm = await connect(address, timeout=CONNECT_TIMEOUT)
+        try:
+            await comm.write({"op": "identity", "reply": True})
+            return await comm.read()
+        finally:
+            comm.abort()
+
+    try:
+        answer = asyncio.run(asyncio.wait_for(identity(), CONNECT_TIMEOUT))
+    except TimeoutError:
+        raise SchedulerError(f"{address!r} accepts connections but gave no Dask answer within {CONNECT_TIMEOUT} s: "
+                             "is it a Dask scheduler?") from None
+    except Exception as error:  # it closed the connection, or sent bytes Dask's reader cannot take (HTTP, garbage)
+        raise SchedulerError(f"{address!r} answered, but not as a Dask scheduler ({type(error).__name__}: "
+                             f"{str(error)[:80]})") from None
+    if not (isinstance(answer, dict) and answer.get("type") == "Scheduler"):
+        raise SchedulerError(f"{address!r} answered, but not as a Dask scheduler (it said {str(answer)[:60]!r})")
 
 
 def gathered(futures: list, completed: Callable, done: Callable[[Any], None]) -> list:
