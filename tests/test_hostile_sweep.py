@@ -8,12 +8,18 @@ timeout, so a regression fails its test instead of the test run.
 
 from __future__ import annotations
 
+import signal
 import socket
+import subprocess
+import sys
 import threading
+import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
+from .conftest import ROOT
 from .test_hostile_input import assert_refused, run
 
 # -- --scheduler: anything but a Dask scheduler is refused within the connect timeout --------------
@@ -80,3 +86,56 @@ def test_a_scheduler_address_that_is_none_is_named(address, message):
     assert_refused(code, out, err, message)
 
 
+# -- signals: a sweep on a pool of workers stops at once, and leaves no worker behind ---------------
+
+def children(pid: int) -> list[int]:
+    try:
+        return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
+
+
+def alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def busy_pool() -> tuple[subprocess.Popen[str], list[int]]:
+    """A sweep of real processes on two workers, once each worker is at work (it has a process of its own)."""
+    process = subprocess.Popen([sys.executable, "-m", "crashlab", "sweep", "--kill", "--variant", "keys", "--depth", "3",
+                                "--workers", "2"], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                               text=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        workers = children(process.pid)
+        if len(workers) >= 2 and all(children(w) for w in workers):
+            return process, workers
+        time.sleep(0.05)
+    process.kill()
+    pytest.fail("the workers never began")
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="reads /proc")
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_stops_a_sweep_on_workers_at_once_and_ends_them(signum):
+    process, workers = busy_pool()
+    process.send_signal(signum)
+    try:
+        _, err = process.communicate(timeout=10)  # it was 75 s: the pool let the work in flight finish
+    finally:
+        process.kill()
+    assert process.returncode == 128 + signum and "Traceback" not in err and "Exception" not in err, err
+    assert not [w for w in workers if alive(w)]
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="reads /proc")
+def test_workers_die_with_their_sweep_when_it_is_killed():
+    process, workers = busy_pool()
+    process.kill()
+    process.wait()
+    deadline = time.monotonic() + 10  # they lived on for 60 s
+    while any(alive(w) for w in workers) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not [w for w in workers if alive(w)]

@@ -64,9 +64,9 @@ def main() -> None:
     previous = signal.signal(signal.SIGTERM, terminate)
     try:
         code = cli.main(standalone_mode=False)
-    except click.exceptions.Abort:
+    except click.exceptions.Abort:  # Ctrl-C: the shell's code for a death by SIGINT, as SIGTERM's is above
         click.echo("aborted", err=True)
-        code = 1
+        code = 128 + signal.SIGINT
     except click.ClickException as error:  # a usage error: exit 2
         click.echo(f"crashlab: error: {' '.join(error.format_message().split())}", err=True)
         code = error.exit_code

@@ -14,8 +14,13 @@ import hashlib
 import os
 import pickle
 import re
+import signal
+import sys
+import threading
+import time
 from collections.abc import Callable
 from functools import partial
+from types import FrameType
 from typing import Any
 
 from crashlab.engine.death import Choice
@@ -89,18 +94,105 @@ def pool(workers: int, scheduler: str | None) -> Pool:
     return on_dask(scheduler) if scheduler is not None else on_pool(workers)
 
 
+#: prctl(2)'s option that has the kernel signal a process when its parent dies (<linux/prctl.h>).
+PR_SET_PDEATHSIG = 1
+#: How long a stopped worker gets to unwind (remove its scratch files, stop its services) before it is killed.
+GRACE = 0.5
+
+
 def on_pool(workers: int) -> Pool:
-    """A pool of forked processes (warm: they inherit the imported crashlab)."""
+    """A pool of forked processes (warm: they inherit the imported crashlab) that dies with its parent.
+
+    Stopped (SIGTERM, Ctrl-C, an error), the parent does not wait for the work in flight: it cancels
+    what has not started, and tells each worker to unwind: it ends within GRACE.
+    """
 
     def run(fn: Callable[[Any], Any], items: list, done: Callable[[Any], None]) -> list:
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor, as_completed
 
         context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
-        with ProcessPoolExecutor(workers, mp_context=context) as pool:
-            return gathered([pool.submit(fn, item) for item in items], as_completed, done)
+        pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_worker, initargs=(os.getpid(),))
+        try:
+            results = gathered([pool.submit(_unit, fn, item) for item in items], as_completed, done)
+        except BaseException:
+            _stop(pool)
+            raise
+        pool.shutdown()
+        return results
 
     return run
+
+
+def _worker(parent: int) -> None:
+    """A pool worker's set-up: it dies with its parent, and leaves stopping to it.
+
+    SIGTERM (from the parent, or from the kernel when the parent dies) unwinds the unit in hand, so
+    its `with` blocks clean up; Ctrl-C reaches the whole process group, and only the parent acts on it.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, _unwind)
+    signal.signal(signal.SIGALRM, _unwind)
+    sys.unraisablehook = _swallowed
+    if sys.platform == "linux":
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    else:
+        threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
+    if os.getppid() != parent:  # it died before the request above could take effect
+        os._exit(128 + signal.SIGTERM)
+
+
+def _watch_parent(parent: int) -> None:
+    """Where the kernel cannot signal a parent's death (not Linux): look for it every second."""
+    while os.getppid() == parent:
+        time.sleep(1)
+    os.kill(os.getpid(), signal.SIGTERM)
+
+
+def _unwind(signum: int, frame: FrameType | None) -> None:
+    """Stop the worker: raise SystemExit, so the unit in hand unwinds, and end it within GRACE whatever happens.
+
+    The first time (SIGTERM), SIGALRM is set to raise it again after half of GRACE; the second time,
+    SIGALRM ends the process at the end of GRACE.
+    """
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    if signum == signal.SIGALRM:
+        signal.signal(signal.SIGALRM, signal.SIG_DFL)
+    signal.setitimer(signal.ITIMER_REAL, GRACE / 2)
+    raise SystemExit(128 + signal.SIGTERM)
+
+
+def _swallowed(unraisable: Any) -> None:
+    """A stop that landed where Python can only print an exception (an at-fork hook): raise it again at once."""
+    if isinstance(unraisable.exc_value, SystemExit) and signal.getsignal(signal.SIGTERM) == signal.SIG_IGN:
+        signal.setitimer(signal.ITIMER_REAL, 0.01)
+    else:
+        sys.__unraisablehook__(unraisable)
+
+
+def _unit(fn: Callable[[Any], Any], item: Any) -> Any:
+    """Run one unit in a worker; stopped, the worker exits once the unit has unwound, and takes no other."""
+    try:
+        return fn(item)
+    except SystemExit as stop:
+        os._exit(stop.code if isinstance(stop.code, int) else 1)
+
+
+def _stop(pool: Any) -> None:
+    """Cancel the pool's work, SIGTERM its workers, and SIGKILL any still there well after GRACE."""
+    processes = list(pool._processes.values())  # Python 3.14 has terminate_workers(); 3.11 only this
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        if process.is_alive():
+            process.terminate()
+    deadline = time.monotonic() + 2 * GRACE
+    for process in processes:
+        process.join(max(0.0, deadline - time.monotonic()))
+        if process.is_alive():
+            process.kill()
+            process.join()
 
 
 def on_dask(address: str) -> Pool:
