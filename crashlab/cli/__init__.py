@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
+import traceback
 from types import FrameType
 
 import click
@@ -15,7 +17,7 @@ from crashlab.cli.plot import plot
 from crashlab.cli.run import checkpoint, run, tracker
 from crashlab.cli.serve import serve
 from crashlab.cli.sweep import sweep
-from crashlab.errors import CrashlabError
+from crashlab.errors import BadInput, CrashlabError
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]}, invoke_without_command=True)
@@ -59,6 +61,15 @@ def terminate(signum: int, frame: FrameType | None) -> None:
     raise SystemExit(128 + signum)
 
 
+def on_stdout(error: OSError) -> bool:
+    """Whether `error` came from writing the output (stdout on a full disk, /dev/full), not from anything else.
+
+    click.echo holds the stream it writes in its local `file`. A closed pipe (`| head`) never gets
+    here: click stops quietly on it, as Python's documentation recommends.
+    """
+    return any(frame.f_locals.get("file") is sys.stdout for frame, _ in traceback.walk_tb(error.__traceback__))
+
+
 def main() -> None:
     """Run the CLI so that every error is a single line on stderr, with its class's exit code."""
     previous = signal.signal(signal.SIGTERM, terminate)
@@ -73,6 +84,12 @@ def main() -> None:
     except CrashlabError as error:
         click.echo(f"crashlab: {error.prefix}: {' '.join(str(error).split())}", err=True)
         code = error.exit_code
+    except OSError as error:
+        if not on_stdout(error):
+            raise
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the flush at exit has nothing to fail
+        click.echo(f"crashlab: error: cannot write the output: {error.strerror or error}", err=True)
+        code = BadInput.exit_code
     finally:
         signal.signal(signal.SIGTERM, previous)  # a caller (a test, an embedding program) gets its own back
     sys.exit(code or 0)
