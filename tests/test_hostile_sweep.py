@@ -8,6 +8,9 @@ timeout, so a regression fails its test instead of the test run.
 
 from __future__ import annotations
 
+import os
+import shlex
+import shutil
 import signal
 import socket
 import subprocess
@@ -139,3 +142,38 @@ def test_workers_die_with_their_sweep_when_it_is_killed():
     while any(alive(w) for w in workers) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not [w for w in workers if alive(w)]
+
+
+# -- where the output and the scratch files go: full, closed --------------------------------------
+
+@pytest.mark.parametrize("args", [("sweep", "--variant", "keys", "--job", "read-only"), ("points", "keys"), ("jobs",),
+                                  ("explain", "keys:3"), ("sweep", "--list", "dups", "--variant", "keys"), ("--help",)])
+def test_an_output_that_cannot_be_written_is_one_line(args):
+    with open("/dev/full", "w") as full:
+        done = subprocess.run([sys.executable, "-m", "crashlab", *args], cwd=ROOT, stdout=full, stderr=subprocess.PIPE,
+                              text=True, timeout=60)
+    assert (done.returncode, done.stderr) == (2, "crashlab: error: cannot write the output: No space left on device\n")
+
+
+def test_a_reader_that_goes_away_stops_the_sweep_quietly():
+    """`crashlab sweep --list calls | head -1`: the rest has nowhere to go, and that is no error to report."""
+    process = subprocess.Popen([sys.executable, "-m", "crashlab", "sweep", "--list", "calls", "--depth", "3",
+                                "--variant", "per-turn", "--format", "json"], cwd=ROOT, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE)
+    assert process.stdout is not None and process.stderr is not None
+    process.stdout.read(10)
+    process.stdout.close()
+    err = process.stderr.read()
+    process.wait(timeout=60)
+    assert err == b"" and process.returncode in (0, 1)  # click's choice, by when the pipe closed: no traceback
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("unshare") is None, reason="mounts a tmpfs: needs root")
+@pytest.mark.parametrize("args", [("--store", "files", "--workers", "1"), ("--store", "files", "--workers", "2"),
+                                  ("--kill", "--workers", "1"), ("--kill", "--workers", "2")])
+def test_a_full_scratch_space_is_one_line(args):
+    """/dev/shm full (a 4 KiB tmpfs over it, in a mount namespace of the test's own)."""
+    command = shlex.join([sys.executable, "-m", "crashlab", "sweep", "--variant", "keys", *args])
+    done = subprocess.run(["unshare", "-m", "sh", "-c", f"mount -t tmpfs -o size=4k tmpfs /dev/shm && exec {command}"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert_refused(done.returncode, done.stdout, done.stderr, "no space left for the sweep's scratch files")

@@ -9,6 +9,7 @@ what it needs; a sweep that asks for what no runner offers is refused in one lin
 
 from __future__ import annotations
 
+import errno
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -65,16 +66,28 @@ class RunnerSpec:
 
     @contextmanager
     def open(self) -> Iterator[Runner]:
-        if self.kind == "forked":
-            from crashlab.runners.forked import Forked
+        """The runner, open for as long as the block runs; a disk that fills under it is refused in one line.
 
-            with Forked.opened(self.limit) as forked:
-                yield forked
-        else:
-            from crashlab.runners.inprocess import InProcess
+        Its files (checkpoints, worlds, services) live in scratch space, /dev/shm where there is one;
+        a full one fails wherever a write happens to be, here, in a worker or in a forked process.
+        """
+        try:
+            if self.kind == "forked":
+                from crashlab.runners.forked import Forked
 
-            with InProcess.opened(self.store) as runner:
-                yield runner
+                with Forked.opened(self.limit) as forked:
+                    yield forked
+            else:
+                from crashlab.runners.inprocess import InProcess
+
+                with InProcess.opened(self.store) as runner:
+                    yield runner
+        except OSError as error:
+            if error.errno not in (errno.ENOSPC, errno.EDQUOT):
+                raise
+            where = error.filename or "on /dev/shm, or in the temporary directory where there is none"
+            raise BadInput(f"no space left for the sweep's scratch files ({where}): {error.strerror}; free some, or "
+                           "sweep in memory (without --store files or --kill)") from None
 
 
 def check_runs(setup: Setup, spec: RunnerSpec) -> None:
