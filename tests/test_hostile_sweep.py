@@ -15,6 +15,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -177,3 +178,65 @@ def test_a_full_scratch_space_is_one_line(args):
     done = subprocess.run(["unshare", "-m", "sh", "-c", f"mount -t tmpfs -o size=4k tmpfs /dev/shm && exec {command}"],
                           cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert_refused(done.returncode, done.stdout, done.stderr, "no space left for the sweep's scratch files")
+
+
+@pytest.fixture
+def elsewhere(tmp_path) -> Iterator[Path]:
+    """A directory on another file system than tmp_path's (/dev/shm), removed afterwards."""
+    other = Path(tempfile.mkdtemp(prefix="crashlab-test-", dir="/dev/shm" if Path("/dev/shm").is_dir() else None))
+    if other.stat().st_dev == tmp_path.stat().st_dev:
+        shutil.rmtree(other)
+        pytest.skip("no second file system")
+    yield other
+    shutil.rmtree(other)
+
+
+def test_results_go_through_a_symlink_to_another_file_system(cli, tmp_path, elsewhere):
+    """It failed after the whole sweep: "Invalid cross-device link"."""
+    (tmp_path / "results").symlink_to(elsewhere)
+    code, _, err = cli("sweep", "--variant", "keys", "--job", "read-only", "--out", str(tmp_path / "results"))
+    assert code == 0, err
+    assert sorted(p.name for p in elsewhere.iterdir()) == ["manifest.json", "scenarios.jsonl", "summary.csv",
+                                                           "summary.json"]
+
+
+def test_a_results_directory_is_made_as_mkdir_makes_one(cli, tmp_path):
+    mask = os.umask(0o022)
+    try:
+        assert cli("sweep", "--variant", "keys", "--job", "read-only", "--out", str(tmp_path / "r"))[0] == 0
+    finally:
+        os.umask(mask)
+    assert (tmp_path / "r").stat().st_mode & 0o777 == 0o755  # it was 0700, mkdtemp's
+
+
+def test_what_a_killed_sweep_left_is_removed_by_the_next(cli, tmp_path):
+    """A SIGKILLed sweep leaves its hidden directory: the next sweep into the same place removes it."""
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    beside, mine = tmp_path / f".r.{dead.pid}.abc.tmp", tmp_path / f".r.{os.getpid()}.abc.tmp"
+    beside.mkdir()
+    mine.mkdir()  # a sweep still running: not touched
+    assert cli("sweep", "--variant", "keys", "--job", "read-only", "--out", str(tmp_path / "r"))[0] == 0
+    assert not beside.exists() and mine.exists()
+    inside = tmp_path / "r" / f".r.{dead.pid}.abc.tmp"  # into an existing directory, it was written within
+    inside.mkdir()
+    assert cli("sweep", "--variant", "keys", "--job", "read-only", "--out", str(tmp_path / "r"))[0] == 0
+    assert not inside.exists()
+
+
+def test_plot_makes_no_tree_of_folders_and_leaves_no_empty_picture(tmp_path):
+    code, out, err, _ = run("plot", "--variant", "keys", "--job", "read-only", "--out", str(tmp_path / "a/b/c.png"))
+    assert_refused(code, out, err, f"no directory {tmp_path / 'a'} to make b/ in")
+    assert not (tmp_path / "a").exists()
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("unshare") is None, reason="mounts a tmpfs: needs root")
+def test_a_picture_that_does_not_fit_leaves_nothing(tmp_path):
+    pytest.importorskip("matplotlib")
+    command = shlex.join([sys.executable, "-m", "crashlab", "plot", "--variant", "keys", "--job", "read-only",
+                          "--out", "full/sweep.png"])
+    done = subprocess.run(["unshare", "-m", "sh", "-c", f"mkdir full && mount -t tmpfs -o size=4k tmpfs full && "
+                           f"{command}; status=$?; ls -A full; exit $status"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120, env={**os.environ,
+                                                                                          "PYTHONPATH": str(ROOT)})
+    assert_refused(done.returncode, done.stdout, done.stderr, "cannot write the picture to full/sweep.png: No space")

@@ -26,6 +26,9 @@ def plot(job_spec: str, loop: str | None, variant: str | None, tracker: str | No
     fmt = out.suffix.lower().removeprefix(".")
     if fmt not in PLOT_FORMATS:
         raise BadInput(f"cannot draw {out}: the extension picks the format, one of .{', .'.join(PLOT_FORMATS)}")
+    folder = out.absolute().parent
+    if not (folder.is_dir() or folder.parent.is_dir()):
+        raise BadInput(f"cannot draw {out}: no directory {folder.parent} to make {folder.name}/ in (make it first)")
     job, variants = choose(job_spec, loop, variant, tracker, effects_file)
     try:
         from crashlab.report.plot import draw

@@ -14,6 +14,7 @@ cells were never run: the restart after crash i finished before reaching point j
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -30,6 +31,7 @@ from matplotlib.ticker import MaxNLocator
 from crashlab.check.outcome import Outcome
 from crashlab.engine.scenario import ScenarioResult
 from crashlab.engine.tree import VariantSweep
+from crashlab.report.results import remove_stale
 
 #: The formats `draw` writes; matplotlib picks the backend for each from the format.
 FORMATS = ("png", "pdf", "svg")
@@ -84,8 +86,14 @@ def draw(sweeps: Sequence[VariantSweep], out: str | Path, title: str = "", fmt: 
     draw_strips(top, sweeps, tick_pt)
     draw_heatmaps(bottom, sweeps)
     path = Path(out)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=DPI, format=fmt)
+    path.parent.mkdir(exist_ok=True)  # its folder, but no folder above it: a typo makes no tree of folders
+    remove_stale(path.parent, path.name)
+    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")  # the picture appears whole, or not at all
+    try:
+        fig.savefig(temp, dpi=DPI, format=fmt)
+        os.replace(temp, path)
+    finally:
+        temp.unlink(missing_ok=True)
     return path
 
 

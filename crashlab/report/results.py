@@ -7,6 +7,7 @@ one run to the next (no date), so sweeping again into a committed results/ chang
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 import re
@@ -54,10 +55,13 @@ class ResultsError(BadInput):
 class PendingResults:
     """Results on their way to `out`: checked and begun before the sweep, put in place after it.
 
-    The files are written into a fresh hidden directory beside `out`, so a sweep that fails or is
-    stopped leaves nothing half-written. A new `out` appears complete, in one rename; into an
-    existing directory (which may hold other files, such as a golden table) each result file is
-    renamed over its old copy, manifest.json last.
+    The files are written into a fresh hidden directory, so a sweep that fails or is stopped leaves
+    nothing half-written. A new `out` is made beside it, and appears complete in one rename; an
+    existing directory (which may hold other files, such as a golden table, and may be a mount or a
+    symlink to another file system) holds the hidden directory itself, and each result file is
+    renamed from it over its old copy, manifest.json last: a rename never crosses a file system.
+    The hidden directory's name holds the process's ID, so one that a killed sweep left behind is
+    recognised, and removed, by the next sweep into the same place.
     """
 
     def __init__(self, out: str | Path):
@@ -70,9 +74,12 @@ class PendingResults:
         blocker = next((p for p in (parent, *parent.parents) if p.exists()), None)
         if blocker is not None and not blocker.is_dir():
             raise ResultsError(f"cannot write results to {out}: {blocker} is not a directory")
+        place = self.out if self.out.is_dir() else parent
+        prefix = f".{self.out.absolute().name}.{os.getpid()}."
         try:
             parent.mkdir(parents=True, exist_ok=True)
-            self.temp = Path(tempfile.mkdtemp(prefix=f".{self.out.absolute().name}.", suffix=".tmp", dir=parent))
+            remove_stale(place, self.out.absolute().name)
+            self.temp = Path(tempfile.mkdtemp(prefix=prefix, suffix=".tmp", dir=place))
         except OSError as error:
             raise ResultsError(f"cannot write results to {out}: {error.strerror}") from None
 
@@ -84,6 +91,7 @@ class PendingResults:
         try:
             write(self.temp)
             if not self.out.exists():
+                self.temp.chmod(0o777 & ~umask())  # as mkdir would have made it, not mkdtemp's 0700
                 os.rename(self.temp, self.out)
                 return
             for name in names:
@@ -95,6 +103,33 @@ class PendingResults:
 
     def discard(self) -> None:
         shutil.rmtree(self.temp, ignore_errors=True)
+
+
+def umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def remove_stale(place: Path, name: str) -> None:
+    """Remove the hidden directories (or files) that sweeps into `name`, since killed, left in `place`."""
+    for stale in place.glob(f".{glob.escape(name)}.*.tmp"):
+        pid = stale.name[len(name) + 2:].partition(".")[0]
+        if pid.isdigit() and not alive(int(pid)):
+            if stale.is_dir():
+                shutil.rmtree(stale, ignore_errors=True)
+            else:
+                stale.unlink(missing_ok=True)
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's
+        return True
+    return True
 
 
 def write_results(out: Path, job: Job, rows: Sequence[Row], scenarios: Iterable[ScenarioResult],
