@@ -18,6 +18,7 @@ repeats, is flaky, and counted apart.
 
 from __future__ import annotations
 
+import pickle
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -138,8 +139,19 @@ def sweep(entry: Entry, effects: Effects, *, name: str = "loop", tracker: Tracke
     if depth < 1 or repeat < 1 or baselines < 1 or workers < 1:
         raise BadInput("depth, repeat, baselines and workers must be at least 1")
     setup = loop(entry, effects, name=name, tracker=tracker, service=service)
+    if workers > 1:
+        sendable(setup)
     return Swept(sweep_setup(setup, RunnerSpec("forked"), depth=depth, share=False, workers=workers, repeat=repeat,
                              strays_fail=False, baselines=baselines), depth)
+
+
+def sendable(setup: Setup) -> None:
+    """Refuse, before the sweep, a loop a worker process cannot be sent: its entry point is pickled, by name."""
+    try:
+        pickle.dumps(setup)
+    except (pickle.PicklingError, TypeError, AttributeError) as error:
+        raise BadInput(f"the loop's entry cannot be sent to a worker process: {error}; pass workers=1 or define it "
+                       "at module level") from None
 
 
 def explain(entry: Entry, effects: Effects, scenario: str, *, name: str | None = None,

@@ -240,3 +240,51 @@ def test_a_picture_that_does_not_fit_leaves_nothing(tmp_path):
                           cwd=tmp_path, capture_output=True, text=True, timeout=120, env={**os.environ,
                                                                                           "PYTHONPATH": str(ROOT)})
     assert_refused(done.returncode, done.stdout, done.stderr, "cannot write the picture to full/sweep.png: No space")
+
+
+# -- the API and the fixture: effects it cannot count, an entry it cannot send ---------------------
+
+def hand_written():
+    """examples/hand_written_loop.py, importable by name (so a worker could unpickle its function)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("hand_written_loop", ROOT / "examples" / "hand_written_loop.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    sys.modules["hand_written_loop"] = module
+    return module
+
+
+@pytest.mark.parametrize(
+    ("effects", "message"),
+    [([], "a non-empty list of effect names"),
+     ((), "a non-empty list of effect names"),
+     ({}, "no effect: a loop is swept against what it means to do"),
+     ("issue", "not the string 'issue'"),
+     (["A", ""], "a non-empty list of effect names"),
+     ({"A": "issue"}, "say what it is, {issue: TITLE} or {comment: EFFECT}"),
+     (["A"], "it made records for B, C, which is no intended effect"),
+     (["A", "B"], "it made records for C, which is no intended effect")],
+    ids=["empty list", "empty tuple", "empty mapping", "a string", "a blank name", "a string as what", "two unlisted",
+         "one unlisted"],
+)
+def test_effects_the_fixture_cannot_count_are_refused_in_one_line(crash_sweep, effects, message):
+    """It reported 0 duplicates for a loop that made 4, given no effects; it split "issue" into letters."""
+    from functools import partial
+
+    from crashlab.errors import BadInput
+
+    with pytest.raises(BadInput) as refused:
+        crash_sweep(partial(hand_written().triage, keyed=False), effects, name="plain")
+    assert message in str(refused.value) and "\n" not in str(refused.value)
+
+
+def test_an_entry_a_worker_cannot_be_sent_is_refused_before_the_sweep(crash_sweep):
+    """A lambda with workers=2 was a raw PicklingError from inside the pool."""
+    from crashlab.errors import BadInput
+
+    triage = hand_written().triage
+    with pytest.raises(BadInput, match=r"^the loop's entry cannot be sent to a worker process: .*; pass workers=1 or "
+                                       r"define it at module level$"):
+        crash_sweep(lambda run: triage(run, keyed=False), ["A", "B", "C"], workers=2)
