@@ -288,3 +288,44 @@ def test_an_entry_a_worker_cannot_be_sent_is_refused_before_the_sweep(crash_swee
     with pytest.raises(BadInput, match=r"^the loop's entry cannot be sent to a worker process: .*; pass workers=1 or "
                                        r"define it at module level$"):
         crash_sweep(lambda run: triage(run, keyed=False), ["A", "B", "C"], workers=2)
+
+
+# -- unbounded work: refused up front with an estimate, or done a batch at a time ------------------
+
+@pytest.mark.parametrize("args", [("--depth", "8", "--fault", "all"), ("--depth", "8", "--fault", "wrong-answer"),
+                                  ("--depth", "8", "--kill", "--variant", "keys")])
+def test_a_sweep_too_big_to_finish_is_refused_with_an_estimate(args):
+    """`sweep --depth 8 --fault all` never finished: wrong-answer walks 875,927,248 scenarios."""
+    code, out, err, _ = run("sweep", *args, timeout=60)
+    assert_refused(code, out, err, " to depth 8 is about ", " scenarios, ", "more than --max-scenarios 1,000,000,000 "
+                   "(pass a larger one to go on, or a smaller --depth)")
+
+
+def test_max_scenarios_bounds_the_estimate_and_a_sweep_within_it_runs(cli):
+    assert_refused(*cli("sweep", "--variant", "keys", "--max-scenarios", "1000"),
+                   "keys to depth 2 is about 1,", "more than --max-scenarios 1,000")
+    code, out, _ = cli("sweep", "--variant", "keys", "--max-scenarios", "10000")
+    assert code == 0 and "idempotency keys" in out
+
+
+def test_a_campaign_of_a_million_jobs_makes_them_as_it_goes(monkeypatch):
+    """`campaign --jobs 1000000` made every job before sweeping one (MemoryError)."""
+    from crashlab.check import campaign
+
+    made, spec_of = [], campaign.spec_of
+
+    def counted(seed, k):
+        made.append(k)
+        return spec_of(seed, k)
+
+    monkeypatch.setattr(campaign, "spec_of", counted)
+
+    class Enough(Exception):
+        pass
+
+    def stop(verdict):
+        raise Enough
+
+    with pytest.raises(Enough):
+        campaign.campaign(1_000_000, 0, 1, done=stop)
+    assert len(made) <= campaign.BATCH

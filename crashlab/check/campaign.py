@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any
 
@@ -74,15 +74,26 @@ def check(spec: dict[str, Any], depth: int) -> Verdict:
     return Verdict(job.name, spec, scenarios, count, tuple(listed))
 
 
+#: A campaign's jobs are made and sent this many at a time: a million jobs are never all held at once.
+BATCH = 256
+
+
 def campaign(jobs: int, seed: int, depth: int, workers: int = 1, scheduler: str | None = None,
              done: Callable[[Verdict], None] = lambda v: None) -> list[Verdict]:
-    """Every job's verdict, in the order of the jobs, however many workers or machines ran them."""
-    specs = [spec_of(seed, k) for k in range(jobs)]
-    if workers == 1 and scheduler is None:
-        verdicts = []
-        for spec in specs:
-            verdicts.append(check(spec, depth))
-            done(verdicts[-1])
-        return verdicts
-    return pool(workers, scheduler)(partial(check, depth=depth), specs, done)
+    """Every job's verdict, in the order of the jobs, however many workers or machines ran them.
 
+    The jobs are made as they are needed, a batch at a time, and a verdict keeps its job only if it
+    broke a promise (the job file is written for those alone).
+    """
+    verdicts: list[Verdict] = []
+    for start in range(0, jobs, BATCH):
+        specs = [spec_of(seed, k) for k in range(start, min(start + BATCH, jobs))]
+        if workers == 1 and scheduler is None:
+            batch = []
+            for spec in specs:
+                batch.append(check(spec, depth))
+                done(batch[-1])
+        else:
+            batch = pool(workers, scheduler)(partial(check, depth=depth), specs, done)
+        verdicts += [v if v.broken else replace(v, spec={}) for v in batch]
+    return verdicts

@@ -38,6 +38,9 @@ from crashlab.report.results import PendingResults
 from crashlab.report.windows import describe, windows
 from crashlab.runners import STORE_KINDS, RunnerSpec, check_runs
 
+#: `sweep --max-scenarios`: past this estimate a sweep would walk its scenarios for hours.
+MAX_SCENARIOS = 1_000_000_000
+
 #: `sweep --list KIND`: which scenarios to list, by what their outcome shows.
 LISTS = {
     "dups": lambda o: o.extra > 0,
@@ -67,6 +70,9 @@ LISTS = {
                    "the sweep; written whole at the end).")
 @click.option("--depth", type=click.IntRange(1, MAX_DEPTH), default=2, show_default=True,
               help="Crash up to this many processes per scenario (the book's sweep is 2).")
+@click.option("--max-scenarios", type=click.IntRange(1), default=MAX_SCENARIOS, show_default=True,
+              help="Refuse, before it grows, a variant's sweep estimated to hold more scenarios than this (the "
+                   "estimate, from the uninterrupted run's crash points and the depth, errs high).")
 @click.option("--no-share", "replay", is_flag=True,
               help="Re-execute every scenario from nothing instead of restarting from the snapshot its crash left: "
                    "slower, and the oracle that sharing must equal.")
@@ -82,8 +88,9 @@ LISTS = {
 @time_limit_option
 def sweep(job_spec: str, loop: str | None, variant: str | None, tracker: str | None, effects_file: str | None,
           store: str | None, fmt: str,
-          golden_file: str | None, listing: str | None, out: str | None, depth: int, replay: bool, workers: int,
-          scheduler: str | None, fault_slugs: tuple[str, ...], kill: bool, time_limit: float,
+          golden_file: str | None, listing: str | None, out: str | None, depth: int, max_scenarios: int,
+          replay: bool, workers: int, scheduler: str | None, fault_slugs: tuple[str, ...], kill: bool,
+          time_limit: float,
           **settings: str | None) -> None:
     """Crash the loop at every point, and its restart at every point, and count the damage.
 
@@ -112,12 +119,13 @@ def sweep(job_spec: str, loop: str | None, variant: str | None, tracker: str | N
             raise BadInput("--fault all ends with the matrix of worst outcomes: --list and --check take one fault")
         every = variant is None and tracker is None and loop is None  # the matrix: every loop of crashlab's own
         chosen = [v for v in VARIANTS.values() if "in-process" in v.runners] if every else variants
-        return every_fault(chosen, job, spec, depth, fmt, out, workers, scheduler)
+        return every_fault(chosen, job, spec, depth, fmt, out, workers, scheduler, max_scenarios)
     faults = faults_of(fault_slugs, settings)
     expected = golden.read_golden(golden_file) if golden_file is not None else None
     pending = PendingResults(out) if out is not None else None
     try:
-        sweeps = swept([Setup(v, job, faults) for v in variants], spec, depth, not replay, workers, scheduler)
+        sweeps = swept([Setup(v, job, faults) for v in variants], spec, depth, not replay, workers, scheduler,
+                       max_scenarios)
         rows = [s.row() for s in sweeps]
         columns = columns_for(variants, depth, rows)
         if pending is not None:
@@ -149,8 +157,8 @@ def columns_for(variants: list[Variant], depth: int, rows: list[Row]) -> tables.
     return tables.columns_for([v.table for v in variants], depth, any(r.uncrashed for r in rows), faulted)
 
 
-def swept(setups: list[Setup], spec: RunnerSpec, depth: int, share: bool, workers: int,
-          scheduler: str | None) -> list[VariantSweep]:
+def swept(setups: list[Setup], spec: RunnerSpec, depth: int, share: bool, workers: int, scheduler: str | None,
+          max_scenarios: int) -> list[VariantSweep]:
     """Sweep each setup, with a progress bar on stderr if that is a terminal and it takes a while.
 
     The bar counts scenarios, over every worker. How many there are is known only once the restarts
@@ -160,7 +168,7 @@ def swept(setups: list[Setup], spec: RunnerSpec, depth: int, share: bool, worker
 
     with tqdm(desc="sweep", unit=" scenarios", delay=1.0, file=sys.stderr, disable=not sys.stderr.isatty(),
               leave=False) as bar:
-        return sweep_all(setups, spec, depth, share, workers, scheduler, bar.update)
+        return sweep_all(setups, spec, depth, share, workers, scheduler, bar.update, max_scenarios=max_scenarios)
 
 
 def every_scenario(sweeps: list[VariantSweep]) -> Iterator[ScenarioResult]:
@@ -208,7 +216,7 @@ def echo_listing(scenarios: Iterable[ScenarioResult], listing: str, replay: Call
 
 
 def every_fault(variants: list[Variant], job: Job, spec: RunnerSpec, depth: int, fmt: str, out: str | None,
-                workers: int, scheduler: str | None) -> None:
+                workers: int, scheduler: str | None, max_scenarios: int) -> None:
     """`sweep --fault all`: each fault at each of its settings, a table each, then the matrix of worst outcomes."""
     check_handles(job, variants)
     settings = every_setting()
@@ -223,7 +231,8 @@ def every_fault(variants: list[Variant], job: Job, spec: RunnerSpec, depth: int,
         texts = []
         for faults in settings:
             began = time.perf_counter()
-            sweeps = swept([Setup(v, job, faults) for v in variants], spec, depth, True, workers, scheduler)
+            sweeps = swept([Setup(v, job, faults) for v in variants], spec, depth, True, workers, scheduler,
+                           max_scenarios)
             rows = [s.row() for s in sweeps]
             columns = columns_for(variants, depth, rows)
             click.echo(f"swept {faults.name}: {sum(r.scenarios for r in rows):,} scenarios in "
