@@ -18,9 +18,10 @@ OWN = ["crash", "drifting-model ids", "drifting-model order", "expired-key", "la
 
 
 def every_column() -> list[str]:
-    """Every installed fault at each of its settings, in the order of their slugs: crashlab's own, and any plug-in's."""
+    """Every installed fault at each value of its first setting, in the order of their slugs: crashlab's own, and any
+    plug-in's."""
     return [f"{slug} {value}".strip() for slug, fault in registry().items()
-            for value in (fault.setting.choices if fault.setting else ("",))]
+            for value in (fault.settings[0].choices if fault.settings else ("",))]
 
 
 def record(**counts):

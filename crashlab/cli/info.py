@@ -23,16 +23,15 @@ def faults(fmt: str) -> None:
     faults = list(registry().values())
     if fmt == "json":
         click.echo(json.dumps([{"slug": f.slug, "breaks": f.breaks, "adds": f.adds,
-                                "setting": None if f.setting is None else {"option": f"--{f.setting.option}",
-                                                                           "choices": list(f.setting.choices),
-                                                                           "default": f.setting.default}}
+                                "settings": [{"option": f"--{s.option}", "choices": list(s.choices),
+                                              "default": s.default} for s in f.settings]}
                                for f in faults], indent=2))
         return
     width = max(len(f.slug) for f in faults) + 2
     lines = []
     for f in faults:
         lines += [f"{f.slug:<{width}}{f.breaks}", f"{'':<{width}}adds: {f.adds}"]
-        if s := f.setting:
+        for s in f.settings:
             lines.append(f"{'':<{width}}setting: --{s.option} {'|'.join(s.choices)} (default {s.default})")
     click.echo("\n".join(lines))
 

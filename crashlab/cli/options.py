@@ -169,11 +169,9 @@ def check_handles(job: Job, variants: list[Variant]) -> None:
 
 def fault_options(command: Callable[..., Any]) -> Callable[..., Any]:
     """--fault, as often as faults are to be composed, and each installed fault's setting as an option of its own."""
-    for fault in reversed(list(registry().values())):
-        setting = fault.setting
-        if setting is not None:
-            command = click.option(f"--{setting.option}", type=click.Choice(setting.choices), default=None,
-                                   show_default=setting.default, help=setting.help)(command)
+    for setting in reversed([s for fault in registry().values() for s in fault.settings]):
+        command = click.option(f"--{setting.option}", type=click.Choice(setting.choices), default=None,
+                               show_default=setting.default, help=setting.help)(command)
     return click.option(
         "--fault", "fault_slugs", type=click.Choice([*registry(), "all"]), multiple=True,
         help="What breaks, beyond the loop's process (see `crashlab faults`); give it again to compose faults in "
@@ -189,12 +187,8 @@ def faults_of(slugs: tuple[str, ...], settings: dict[str, str | None]) -> Faults
             raise BadInput(f"--fault {slug} is named twice")
     chosen = [registry()[slug] for slug in slugs]
     for fault in registry().values():
-        setting = fault.setting
-        if setting is not None and settings.get(setting.option) is not None and fault not in chosen:
-            raise BadInput(f"--{setting.option} is the {fault.slug} fault's setting: it needs --fault {fault.slug}")
-    return Faults.of(f.configured(settings.get(f.setting.option) if f.setting else None) for f in chosen)
+        for setting in fault.settings:
+            if settings.get(setting.option) is not None and fault not in chosen:
+                raise BadInput(f"--{setting.option} is the {fault.slug} fault's setting: it needs --fault {fault.slug}")
+    return Faults.of(f.with_options(settings) for f in chosen)
 
-
-def setting_names() -> list[str]:
-    """The option name of every installed fault's setting: the keyword arguments `fault_options` adds."""
-    return [f.setting.option for f in registry().values() if f.setting is not None]

@@ -40,7 +40,7 @@ ENTRY_POINTS = "crashlab.faults"
 
 @dataclass(frozen=True)
 class Setting:
-    """The one setting a fault takes, as the command line offers it (``--sync file``)."""
+    """A setting a fault takes, as the command line offers it (``--sync file``)."""
 
     option: str  # the option's name, without dashes
     choices: tuple[str, ...]
@@ -72,7 +72,13 @@ class Serving:
 
 @dataclass(frozen=True)
 class Fault:
-    """A fault model, configured: `value` is its setting, or the choice a scenario names (its question).
+    """A fault model, configured: `value` is its settings' values, or the choice a scenario names (its question).
+
+    A fault with several settings (the power cut's ``--sync`` and ``--disk``) joins their values
+    with dots in the order of `settings` and drops the trailing ones at their defaults: ``file`` is
+    ``--sync file`` on the default disk, ``file.posix`` the same on ``--disk posix``. A setting added
+    after the first thus leaves every scenario ID at its default as it was. The first is the fault's
+    main axis: what ``--fault all`` sweeps (`every_setting`); the others refine it.
 
     Every hook does nothing by default; a fault overrides the ones it needs.
     """
@@ -82,7 +88,7 @@ class Fault:
     slug: ClassVar[str] = ""
     breaks: ClassVar[str] = ""  # what goes wrong, in a sentence
     adds: ClassVar[str] = ""  # what a sweep under it runs, in a sentence
-    setting: ClassVar[Setting | None] = None
+    settings: ClassVar[tuple[Setting, ...]] = ()
     needs: ClassVar[frozenset[Capability]] = frozenset({"world-in-memory"})
     #: Whether each death leaves one of several states: its scenario IDs name one, ``I~S``.
     chooses: ClassVar[bool] = False
@@ -96,21 +102,45 @@ class Fault:
 
     @classmethod
     def configured(cls, value: str | None = None) -> Fault:
-        """The fault at `value`, its setting's default if None; a value it does not take is refused."""
-        if cls.setting is None:
+        """The fault at `value` (its settings' values, joined with dots), the defaults where None or left
+        off; a value it does not take is refused."""
+        if not cls.settings:
             if value:
                 raise BadInput(f"--fault {cls.slug} takes no setting (got {value!r})")
             return cls()
-        value = cls.setting.default if value is None else value
-        if value not in cls.setting.choices:
-            raise BadInput(f"--{cls.setting.option} {value!r} is not one of {', '.join(cls.setting.choices)} "
-                           f"(the {cls.slug} fault's setting)")
-        return cls(value)
+        given = value.split(".") if value is not None else []
+        if len(given) > len(cls.settings):
+            raise BadInput(f"+{cls.slug}={value}: the {cls.slug} fault takes {len(cls.settings)} settings, "
+                           f"{'.'.join(s.option.upper() for s in cls.settings)}")
+        values = [*given, *(s.default for s in cls.settings[len(given):])]
+        for setting, chosen in zip(cls.settings, values, strict=True):
+            if chosen not in setting.choices:
+                raise BadInput(f"--{setting.option} {chosen!r} is not one of {', '.join(setting.choices)} "
+                               f"(the {cls.slug} fault's setting)")
+        while len(values) > 1 and values[-1] == cls.settings[len(values) - 1].default:
+            values.pop()
+        return cls(".".join(values))
+
+    @classmethod
+    def with_options(cls, options: dict[str, str | None]) -> Fault:
+        """The fault at the settings the command line's options give (by option name), the defaults where None."""
+        values = [options.get(s.option) or s.default for s in cls.settings]
+        return cls.configured(".".join(values) if values else None)
 
     @classmethod
     def parse(cls, value: str) -> Fault:
         """The fault a scenario ID names with ``+SLUG=VALUE`` (or ``+SLUG``)."""
         return cls.configured(value or None)
+
+    @property
+    def values(self) -> tuple[str, ...]:
+        """Its value's parts: each setting's value, those left off at their defaults dropped."""
+        return tuple(self.value.split(".")) if self.value else ()
+
+    def chosen(self, option: str) -> str:
+        """The value of its setting `option`, its default if the value leaves it off."""
+        k = next(k for k, s in enumerate(self.settings) if s.option == option)
+        return self.values[k] if k < len(self.values) else self.settings[k].default
 
     @property
     def tag(self) -> str:
@@ -119,8 +149,10 @@ class Fault:
 
     @property
     def said(self) -> str:
-        """Its setting as a table says it (``sync file``), or ""."""
-        return f"{self.setting.option} {self.value}" if self.setting and self.value else ""
+        """Its settings as a table says them (``sync file``, ``sync file, disk posix``), or ""."""
+        if not self.settings:
+            return ""
+        return ", ".join(f"{s.option} {v}" for s, v in zip(self.settings, self.values, strict=False))
 
     def parts(self, parts: Parts) -> Parts:
         """The world's parts under this fault."""
@@ -225,7 +257,7 @@ class Faults:
     @property
     def name(self) -> str:
         """The faults as a table's column names them: ``power-cut file``, or ``crash``."""
-        return " + ".join(f"{f.slug} {f.value}".strip() for f in self.members) or "crash"
+        return " + ".join(" ".join((f.slug, *f.values)) for f in self.members) or "crash"
 
     @property
     def needs(self) -> frozenset[Capability]:
@@ -299,9 +331,10 @@ class Faults:
 
 
 def every_setting() -> list[Faults]:
-    """Every fault alone, at each of its settings: what `--fault all` sweeps, the fault matrix's columns."""
+    """Every fault alone, at each value of its first setting (the others at their defaults): what `--fault
+    all` sweeps, the fault matrix's columns."""
     return [Faults.of([fault.configured(value)]) for fault in registry().values()
-            for value in (fault.setting.choices if fault.setting else (None,))]
+            for value in (fault.settings[0].choices if fault.settings else (None,))]
 
 
 def parse_tags(text: str) -> Faults:

@@ -61,9 +61,10 @@ class DriftingModelFault(Fault):
               "order them anew (--drift order): new call IDs make new keys")
     adds = ("every crash scenario, the model drifting; effects counted by what each call means, not by its ID; "
             "orphans: records of a call the model later renamed")
-    setting = Setting("drift", DRIFTS, "ids", "With --fault drifting-model, how the model answers a turn it is "
-                      "asked for again: ids, with call IDs of its own making; order, with those and its calls in "
-                      "another order.")
+    settings: ClassVar[tuple[Setting, ...]] = (
+        Setting("drift", DRIFTS, "ids", "With --fault drifting-model, how the model answers a turn it is asked for "
+                "again: ids, with call IDs of its own making; order, with those and its calls in another order."),
+    )
     replaces: ClassVar[frozenset[str]] = frozenset({"model"})
 
     def parts(self, parts: Parts) -> Parts:

@@ -24,8 +24,10 @@ class PowerCut(Fault):
               "none|file|full) made durable, and a file whose data was not synced may be empty or torn")
     adds = ("for each crash point, one scenario per disk state the syncs allow (ID SLUG+power-cut=SYNC:I~S, ~1 the "
             "crash's); stuck: an unreadable checkpoint")
-    setting = Setting("sync", SYNCS, "none", "With --fault power-cut, what each checkpoint save syncs: none; file, its "
-                      "data before the rename; full, the directory after it too (what `crashlab run` does).")
+    settings: ClassVar[tuple[Setting, ...]] = (
+        Setting("sync", SYNCS, "none", "With --fault power-cut, what each checkpoint save syncs: none; file, its "
+                "data before the rename; full, the directory after it too (what `crashlab run` does)."),
+    )
     needs: ClassVar[frozenset[Capability]] = frozenset({"page-cache"})
     chooses = True
 

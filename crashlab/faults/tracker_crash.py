@@ -69,9 +69,11 @@ class TrackerCrash(Fault):
               "answers (one-txn)")
     adds = ("the tracker's own crash points, applied (in its memory only) and record-committed (two-step), among the "
             "loop's; IDs SLUG+tracker-crash=COMMIT:I:J over them")
-    setting = Setting("commit", COMMITS, "ack-first", "With --fault tracker-crash, how the tracker makes a request "
-                      "durable: ack-first answers, then commits; two-step commits the record, then its key; one-txn "
-                      "commits both in one transaction, then answers.")
+    settings: ClassVar[tuple[Setting, ...]] = (
+        Setting("commit", COMMITS, "ack-first", "With --fault tracker-crash, how the tracker makes a request "
+                "durable: ack-first answers, then commits; two-step commits the record, then its key; one-txn "
+                "commits both in one transaction, then answers."),
+    )
     replaces: ClassVar[frozenset[str]] = frozenset({"tracker"})
 
     def parts(self, parts: Parts) -> Parts:
