@@ -1,42 +1,45 @@
 """The disk under a checkpoint store: what a power cut can leave of the saves a process made.
 
-A killed process loses nothing the kernel holds; a power cut loses the kernel's page cache. This
-models the cache the way ALICE and LazyFS do, for the one file a store keeps: a write lands in the
-cache; an fsync of the file makes its data durable; an fsync of the directory makes its entries
-durable, the renames up to it included. Two rules of journalling file systems (ext4, XFS) bound
-what else survives: directory operations reach the disk in the order they were made, so the file's
-name points to one of the checkpoints renamed since the last directory sync; and a rename may reach
-the disk before the data it names, so a checkpoint whose data was not synced may be there whole,
-empty (ext4's delayed allocation) or torn (cut halfway).
+A killed process loses nothing the kernel holds; a power cut loses the kernel's page cache. A store
+keeps one file and replaces it by renaming a temp file over it, syncing as `SYNCS` says: ``none``;
+``file``, the temp file's data before the rename; ``full``, the data before and the directory after
+it, which leaves exactly what a process crash leaves. `Disk` records that history, and a persistence
+model, one of `MODELS`, says which states of the file a cut can leave of it:
 
-The syncs a store makes, `SYNCS`: ``none``; ``file``, the data before the rename; ``full``, the
-data before and the directory after it, which leaves exactly what a process crash leaves.
+- ``ext4-ordered`` (the default): ext4 as mkfs.ext4 and mount make it, ``data=ordered`` with delayed
+  allocation and ``auto_da_alloc``;
+- ``ext4-writeback``: the same under ``data=writeback``, where no data is ordered before the
+  metadata that names it;
+- ``posix``: only what POSIX promises, and so an upper bound on any file system: the model crashlab
+  had first, which ALICE's (OSDI '14) application-level analysis takes too.
+
+Each model is a class below whose docstrings say which behaviour of the file system each of its
+rules encodes, and where it is written down. `tests/test_disk_ext4.py` holds the ext4 models to a
+real ext4 image: every state seen there must be one the model admits.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 SYNCS = ("none", "file", "full")
+#: ext4's block size as mkfs.ext4 makes it for any file system larger than 512 MiB: the unit in which
+#: a file's data reaches the disk.
+BLOCK = 4096
 
 
 @dataclass(frozen=True)
 class Version:
-    """One checkpoint the file's name has pointed to: its bytes (None: no file), and whether they are on disk."""
+    """One checkpoint the file's name has pointed to: its bytes (None: no file), and how it got there."""
 
     data: bytes | None
-    synced: bool
     saved: int  # which save of the process made it; 0 for the file the process started with
+    synced: bool  # its data was on the disk before its rename: fsynced, or there when the process started
+    over: bool = False  # its rename replaced an existing checkpoint (what triggers ext4's auto_da_alloc)
 
-    def survivors(self) -> list[Survivor]:
-        """What a power cut can leave of it: whole first, then empty and torn."""
-        name = f"the checkpoint of save {self.saved}" if self.saved else "the checkpoint the process started with"
-        if self.data is None:
-            return [Survivor("no checkpoint file", None)]
-        if self.synced:
-            return [Survivor(f"{name}, whole", self.data)]
-        return [Survivor(f"{name}, whole", self.data), Survivor(f"{name}, empty: its data never reached the disk", b""),
-                Survivor(f"{name}, torn: half its data reached the disk", self.data[: len(self.data) // 2])]
+    @property
+    def name(self) -> str:
+        return f"the checkpoint of save {self.saved}" if self.saved else "the checkpoint the process started with"
 
 
 @dataclass(frozen=True)
@@ -48,13 +51,17 @@ class Survivor:
 
 
 class Disk:
-    """The page cache over one checkpoint file and its temp file, in a directory of their own."""
+    """The page cache over one checkpoint file and its temp file, in a directory of their own: what
+    the store did since the last sync that bounds every model (the directory's), and what it synced."""
 
     def __init__(self, sync: str, data: bytes | None = None):
         if sync not in SYNCS:
             raise ValueError(f"unknown sync {sync!r} (valid: {', '.join(SYNCS)})")
         self.sync = sync
-        self.versions = [Version(data, True, 0)]  # since the last directory sync, oldest first: [0] is on disk
+        self.versions = [Version(data, 0, True)]  # since the last directory sync, oldest first: [0] is on disk
+        #: The oldest of `versions` a journal commit forced by a file's fsync may have left: the renames
+        #: before that fsync are all in the journal (see `Ext4Ordered.names`).
+        self.committed = 0
         self.temp: Version | None = None
         self.saves = 0
 
@@ -66,15 +73,136 @@ class Disk:
     def save(self, data: bytes) -> None:
         """Write the temp file, then sync as `sync` says; `rename` completes the save."""
         self.saves += 1
-        self.temp = Version(data, self.sync != "none", self.saves)
+        self.temp = Version(data, self.saves, self.sync != "none")
+        if self.sync != "none":
+            self.committed = len(self.versions) - 1
 
     def rename(self) -> None:
         assert self.temp is not None, "rename without a temp file"
-        self.versions.append(self.temp)
+        self.versions.append(replace(self.temp, over=self.current is not None))
         self.temp = None
         if self.sync == "full":
-            self.versions = self.versions[-1:]
+            self.versions, self.committed = self.versions[-1:], 0
 
-    def survivors(self) -> list[Survivor]:
-        """Every state of the file a power cut now allows, newest first: the first is a process crash's."""
-        return [state for version in reversed(self.versions) for state in version.survivors()]
+    def survivors(self, model: str) -> list[Survivor]:
+        """Every state of the file a power cut now allows under `model` (one of `MODELS`), newest first: the first
+        is a process crash's."""
+        return MODELS[model].survivors(self)
+
+
+class Model:
+    """A file system's rules for what a power cut leaves of a `Disk`'s history: which checkpoints the
+    name can point to, and what can be left of each."""
+
+    def names(self, disk: Disk) -> list[Version]:
+        """The checkpoints the name can point to after a cut, oldest first."""
+        raise NotImplementedError
+
+    def kept(self, version: Version, newest: bool) -> list[Survivor]:
+        """What a cut can leave of one checkpoint the name points to (`newest`: the last renamed), whole first."""
+        raise NotImplementedError
+
+    def survivors(self, disk: Disk) -> list[Survivor]:
+        versions = self.names(disk)
+        return [state for k, version in reversed(list(enumerate(versions)))
+                for state in self.kept(version, k == len(versions) - 1)]
+
+
+class Posix(Model):
+    """What POSIX promises, and nothing more: an upper bound on what any file system leaves.
+
+    Only an fsync of the directory makes a rename durable (POSIX fsync: "all data for the open file
+    descriptor"; the directory's entries are the directory's data), and only an fsync of the file
+    its data. Of what was not synced, a journalling file system keeps directory operations in the
+    order they were made, so the name points to one of the checkpoints renamed since the last
+    directory sync; and a rename may reach the disk before the data it names, which may then be
+    whole, empty or torn anywhere (here: halfway). This is the model of ALICE (Pillai et al., OSDI
+    '14), which explores every state such rules allow; LazyFS, by contrast, applies a rename at once
+    and loses only unsynced data.
+    """
+
+    def names(self, disk: Disk) -> list[Version]:
+        return disk.versions
+
+    def kept(self, version: Version, newest: bool) -> list[Survivor]:
+        if version.data is None:
+            return [Survivor("no checkpoint file", None)]
+        whole = Survivor(f"{version.name}, whole", version.data)
+        if version.synced:
+            return [whole]
+        half = version.data[: len(version.data) // 2]
+        return [whole, Survivor(f"{version.name}, empty: its data never reached the disk", b""),
+                Survivor(f"{version.name}, torn: half its data reached the disk", half)]
+
+
+class Ext4Ordered(Model):
+    """ext4 with ``data=ordered``, delayed allocation and ``auto_da_alloc``: mkfs.ext4's and mount's defaults.
+
+    Its rules, from the kernel's Documentation/admin-guide/ext4.rst and the journal's code (jbd2):
+
+    - Metadata reaches the disk in journal transactions, committed in order every ``commit=5``
+      seconds, and an fsync of any file commits the running transaction whole, with every directory
+      operation made before it (no ``fast_commit``, which mkfs.ext4 does not enable). So under
+      ``--sync file`` each save's fsync commits the renames before it, and a cut can take back the
+      last rename only; under ``--sync none``, any number of them, as in POSIX (`names`).
+    - ``data=ordered``: "all data are forced directly out to the main file system prior to its
+      metadata being committed to the journal" -- but with delayed allocation a file's data has no
+      blocks, and so nothing to order, until writeback allocates them (some 30 seconds later). A
+      new file renamed into place may thus reach the disk at size 0: empty (CrashMonkey's and the
+      2009 "zero-length files" reports).
+    - ``auto_da_alloc``: when a file is renamed over an existing one, ext4 allocates its blocks
+      before the rename, "such that at the next journal commit, in the default data=ordered mode,
+      the data blocks of the new file are forced to disk before the rename() operation is
+      committed". A checkpoint that replaced another is whole, or not there.
+    - Writeback allocates and writes a file block by block, and the size on disk follows the blocks
+      it allocated: a file of one block (4 KiB) is whole or empty, never torn; a longer one may be
+      cut at a block boundary.
+    """
+
+    def names(self, disk: Disk) -> list[Version]:
+        return disk.versions[disk.committed:]
+
+    def kept(self, version: Version, newest: bool) -> list[Survivor]:
+        if version.data is None:
+            return [Survivor("no checkpoint file", None)]
+        later = "" if newest else "; the renames after it had not reached ext4's journal"
+        if version.synced:
+            return [Survivor(f"{version.name}, whole{later}", version.data)]
+        if version.over:
+            return [Survivor(f"{version.name}, whole: it replaced a checkpoint, so ext4 (auto_da_alloc) wrote its "
+                             f"data before the rename{later}", version.data)]
+        return [Survivor(f"{version.name}, whole{later}", version.data), *self.lost(version, later)]
+
+    def lost(self, version: Version, later: str) -> list[Survivor]:
+        """The states of a checkpoint renamed to a new name before its data was written (delayed allocation)."""
+        assert version.data is not None
+        states = [Survivor(f"{version.name}, empty: it took a new name, and ext4 (delayed allocation) had not "
+                           f"written its data when the rename reached the journal{later}", b"")]
+        if len(version.data) > BLOCK:
+            states.append(Survivor(f"{version.name}, torn at a block boundary: writeback had written its first "
+                                   f"block, not the rest{later}", version.data[:BLOCK]))
+        return states
+
+
+class Ext4Writeback(Ext4Ordered):
+    """ext4 with ``data=writeback``: "data ordering is not preserved, data may be written into the main
+    file system after its metadata has been committed to the journal" (Documentation/admin-guide/ext4.rst).
+
+    The journal's rules are ``data=ordered``'s (`Ext4Ordered`); what changes is the data. Blocks
+    allocated by writeback, or by ``auto_da_alloc`` before a rename over an existing file, may be
+    committed before the data written into them: the file is then at its full size and reads as
+    what the blocks held before (zeros, on a fresh file system). ``auto_da_alloc`` still allocates
+    before the rename, so a checkpoint that replaced another is never empty.
+    """
+
+    def kept(self, version: Version, newest: bool) -> list[Survivor]:
+        states = super().kept(version, newest)
+        if version.data is None or version.synced:
+            return states
+        later = "" if newest else "; the renames after it had not reached ext4's journal"
+        return [*states, Survivor(f"{version.name}, zero-filled at its full size: ext4 (data=writeback) committed "
+                                  f"its blocks before it wrote them{later}", bytes(len(version.data)))]
+
+
+#: The persistence models, by the name `--disk` gives them; the first is the default.
+MODELS: dict[str, Model] = {"ext4-ordered": Ext4Ordered(), "ext4-writeback": Ext4Writeback(), "posix": Posix()}

@@ -61,17 +61,18 @@ class Store(Protocol):
     def restore(self, files: Files) -> None:
         """Hold exactly `files`, as a fresh store a restart finds (the harness's, not the loop's)."""
 
-    def survivors(self) -> list[tuple[Survivor, Files]]:
-        """Every state of the store a power cut now allows, newest first (see `crashlab.durable.disk`)."""
+    def survivors(self, model: str) -> list[tuple[Survivor, Files]]:
+        """Every state of the store a power cut now allows under the persistence `model`, newest first (see
+        `crashlab.durable.disk`)."""
 
 
 def _files(data: bytes | None) -> Files:
     return () if data is None else ((CHECKPOINT, data),)
 
 
-def _survivors(disk: Disk) -> list[tuple[Survivor, Files]]:
-    """What a power cut can leave of a store over `disk`, as the files a restart finds."""
-    return [(s, _files(s.data)) for s in disk.survivors()]
+def _survivors(disk: Disk, model: str) -> list[tuple[Survivor, Files]]:
+    """What a power cut can leave of a store over `disk` under `model`, as the files a restart finds."""
+    return [(s, _files(s.data)) for s in disk.survivors(model)]
 
 
 class MemoryStore:
@@ -107,8 +108,8 @@ class MemoryStore:
     def restore(self, files: Files) -> None:
         self.disk = Disk(self.disk.sync, dict(files).get(CHECKPOINT))
 
-    def survivors(self) -> list[tuple[Survivor, Files]]:
-        return _survivors(self.disk)
+    def survivors(self, model: str) -> list[tuple[Survivor, Files]]:
+        return _survivors(self.disk, model)
 
 
 class FileStore:
@@ -170,8 +171,8 @@ class FileStore:
             (self.path.parent / name).write_bytes(data)
         self.disk = Disk(self.disk.sync, self._bytes())
 
-    def survivors(self) -> list[tuple[Survivor, Files]]:
-        return _survivors(self.disk)
+    def survivors(self, model: str) -> list[tuple[Survivor, Files]]:
+        return _survivors(self.disk, model)
 
 
 def read_checkpoint_file(path: Path) -> bytes | None:

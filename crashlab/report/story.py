@@ -172,8 +172,8 @@ def lines(events: list[Event], faults: Faults = Faults()) -> list[str]:
         if event.kind in ATTACHED:
             held.append(note(event, faults))
         elif event.kind == "point":
-            if event.label == "renamed":
-                held.append("now durable")
+            if event.label == "renamed":  # durable for a process crash; a fault that cuts the power says how far
+                held.append(faults.note(event) or "now durable")
             out.append(f"{event.index:>4}  {event.label:<15} {'; '.join(held)}".rstrip())
             held = []
         elif event.kind == "crash":
