@@ -157,6 +157,12 @@ class Ext4Ordered(Model):
     - Writeback allocates and writes a file block by block, and the size on disk follows the blocks
       it allocated: a file of one block (4 KiB) is whole or empty, never torn; a longer one may be
       cut at a block boundary.
+
+    One window the documentation leaves out, and the model with it: since Linux 5.6 writeback puts
+    delayed blocks in unwritten extents (``dioread_nolock``) and marks them written when the write
+    completes, outside the ordering; a commit falling between the two would leave a replacing
+    checkpoint zero-filled at its full size. `tests/test_disk_ext4.py` has not seen it;
+    ``ext4-writeback`` admits that state.
     """
 
     def names(self, disk: Disk) -> list[Version]:

@@ -198,8 +198,11 @@ def file_stores() -> Iterator[StoreFactory]:
     """A factory of file stores, each in a fresh directory under one temporary root.
 
     The root is on the RAM-backed /dev/shm when the machine has one: the sweep measures the loop,
-    not the disk. Each new store removes the directory of the one before, so the root holds one
-    scenario at a time: a store is valid until the next one is made, which is all a sweep needs.
+    not the disk. An fsync does nothing there, and no figure depends on one: a process crash loses
+    nothing the kernel holds, and a power cut is modelled over the store's record of its saves
+    (`crashlab.durable.disk`), never inflicted on the files. Each new store removes the directory of
+    the one before, so the root holds one scenario at a time: a store is valid until the next one is
+    made, which is all a sweep needs.
     """
     shm = Path("/dev/shm")
     root = Path(tempfile.mkdtemp(prefix="crashlab-", dir=shm if shm.is_dir() else None))

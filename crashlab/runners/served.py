@@ -45,7 +45,9 @@ from crashlab.world import Record, World, WorldState
 
 #: The run directory, for a loop that keeps files of its own: in the environment of each of its processes.
 RUN_DIR = "CRASHLAB_RUN_DIR"
-#: Where the services keep their databases: memory, where the machine has it.
+#: Where the services keep their databases, and the forked runner its scenario directories: memory, where
+#: the machine has it. An fsync does nothing there, which no figure depends on: the processes these runs
+#: kill lose nothing the kernel holds, and the forked runner takes no power cut (it models no page cache).
 SCRATCH = Path("/dev/shm") if Path("/dev/shm").is_dir() else None
 
 
