@@ -1,0 +1,361 @@
+"""A file-system layer under a run directory that a power cut can hit, for every file a process touches.
+
+`crashlab.durable.disk` models crashlab's own checkpoint file in memory; a framework's files
+(SQLite databases with their journals, WALs and ``-shm``) it cannot see. This layer can: it is a
+FUSE passthrough mounted over the run directory, as LazyFS is, so every file operation of every
+process passes through it, and at a cut it leaves the backing directory as a power cut would.
+
+Why FUSE, not syscall recording (ALICE's approach). A recorder sees the syscalls and must replay
+their effects on a copy, including those done through ``mmap`` (SQLite's ``-shm``), which no
+syscall shows; a file system sees what reaches the file, however it got there, and needs nothing
+of the process: no ``strace``, no ``LD_PRELOAD``, no knowledge of the framework. The cost is a
+round trip per operation, small beside a process's start.
+
+The persistence model, deliberately POSIX's minimum (what survives a cut; the rest is lost):
+
+- a file's data is durable as of its last ``fsync``/``fdatasync`` (or each write, for a file
+  opened ``O_SYNC``/``O_DSYNC``): a cut takes it back to exactly that content, size included; a
+  file whose data was never synced comes back empty (ext4's delayed allocation, at its worst);
+- a directory's entries (a create, a rename, an unlink, a ``mkdir``) are durable as of its last
+  ``fsync``: a cut takes the directory back to the names it had then, each naming the file it
+  named then. So a journal SQLite unlinks to commit, with no directory sync after, comes back at
+  a cut, and the next open rolls the committed transaction back.
+
+Real file systems keep more: ext4 commits every namespace operation before a later ``fsync`` of
+anything, and may write unsynced pages early. So a state this layer leaves is one a power cut can
+leave, and its losses are the most the model allows: the worst case, LazyFS's "clear cache". (LazyFS
+itself applies namespace operations at once, so it never loses a rename or an unlink.)
+
+How: every operation passes to the backing directory at once, and the layer keeps, in memory, the
+`Image` of what is durable: each file's synced content by inode, each directory's synced entries.
+A cut unmounts the layer (so the kernel's caches, dirty ``mmap`` pages included, are flushed into
+it first and gone after), then rewrites the backing directory as the image says. Links, symbolic
+links and device files are refused (ENOSYS); modes and times are not modelled.
+
+The layer runs in a process forked from this one, so a loop's process, killed with its group, never
+takes it along. Only this module knows FUSE, and it imports the binding (``mfusepy``, the extra
+``crashlab[fuse]``) only in that process.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import select
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from crashlab.errors import HarnessError
+
+#: How long a mount or an unmount may take, in seconds, before the harness gives up on the layer.
+WAIT = 10.0
+#: What the parent tells the layer's process once it is unmounted: cut, or leave the directory as it is.
+CUT, KEEP = b"c", b"k"
+
+#: A directory's durable entries: each name, the inode it names and whether that is a directory.
+Entries = dict[str, tuple[int, bool]]
+#: A directory's durable contents, as a cut writes them: each name, a file's bytes or a directory's tree.
+Tree = dict[str, "bytes | Tree"]
+
+
+class LayerError(HarnessError):
+    """The layer could not be mounted, or unmounted, or FUSE is not usable here."""
+
+
+def unusable() -> str | None:
+    """Why the layer cannot run on this machine (no /dev/fuse, no fusermount3, no binding), or None."""
+    if not os.access("/dev/fuse", os.R_OK | os.W_OK):
+        return "/dev/fuse is missing or not usable"
+    if shutil.which("fusermount3") is None:
+        return "fusermount3 is not installed (Debian: apt-get install fuse3)"
+    try:
+        import mfusepy  # noqa: F401  (it loads libfuse as it is imported)
+    except (ImportError, OSError) as error:
+        return f"the FUSE binding does not load (pip install 'crashlab[fuse]', and libfuse3): {error}"
+    return None
+
+
+@dataclass
+class Image:
+    """What the disk holds durably under the model: each file's content as of its last sync, and each
+    directory's entries as of its last sync, by inode of the backing directory (a rename keeps it)."""
+
+    root: int
+    files: dict[int, bytes] = field(default_factory=dict)
+    dirs: dict[int, Entries] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, backing: Path) -> Image:
+        """Everything in `backing` as durable: what a layer mounted over it starts from."""
+        image = cls(backing.stat().st_ino)
+        for top, _, names in os.walk(backing):
+            image.sync_dir(Path(top))
+            for name in names:
+                path = Path(top, name)
+                image.files[path.stat().st_ino] = path.read_bytes()
+        return image
+
+    def sync_file(self, ino: int, content: bytes) -> None:
+        self.files[ino] = content
+
+    def sync_dir(self, directory: Path | int) -> None:
+        """Make the entries of `directory` (a path, or an open descriptor) durable, as they are now."""
+        with os.scandir(directory) as entries:
+            found = {e.name: (e.inode(), e.is_dir(follow_symlinks=False)) for e in entries}
+        self.dirs[os.stat(directory).st_ino] = found
+
+    def tree(self, ino: int | None = None) -> Tree:
+        """The durable contents of the directory `ino` (the root's by default)."""
+        entries = self.dirs.get(self.root if ino is None else ino, {})
+        return {name: self.tree(child) if is_dir else self.files.get(child, b"")
+                for name, (child, is_dir) in entries.items()}
+
+    def restore(self, backing: Path) -> None:
+        """Rewrite `backing` as the image says: what a power cut leaves on the disk."""
+        tree = self.tree()
+        for entry in backing.iterdir():
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry)
+            else:
+                entry.unlink()
+        _write(backing, tree)
+
+
+def _write(directory: Path, tree: Tree) -> None:
+    for name, content in tree.items():
+        if isinstance(content, bytes):
+            (directory / name).write_bytes(content)
+        else:
+            (directory / name).mkdir()
+            _write(directory / name, content)
+
+
+def _refused(*_: Any) -> int:
+    raise OSError(errno.ENOSYS, "the power-cut layer does not model links or device files")
+
+
+class Passthrough:
+    """The layer's FUSE operations: each passes to the backing directory at once, and each sync records in
+    `image` what it made durable. Every method takes the path inside the mount (``/graph.sqlite``)."""
+
+    use_ns = True  # times in nanoseconds, as mfusepy asks
+
+    def __init__(self, backing: Path, ready: Callable[[], None] = lambda: None):
+        self.backing = backing
+        self.image = Image.of(backing)
+        self.ready = ready
+        self.synced: set[int] = set()  # handles opened O_SYNC or O_DSYNC: every write is durable
+
+    def real(self, path: str) -> str:
+        return str(self.backing) + path
+
+    def init(self, path: str) -> None:
+        self.ready()
+
+    def getattr(self, path: str | None, fh: int | None = None) -> dict[str, Any]:
+        st = os.fstat(fh) if fh is not None else os.lstat(self.real(path or "/"))
+        return {key: getattr(st, key) for key in ("st_mode", "st_nlink", "st_size", "st_uid", "st_gid", "st_blocks")} \
+            | {"st_atime": st.st_atime_ns, "st_mtime": st.st_mtime_ns, "st_ctime": st.st_ctime_ns}
+
+    def access(self, path: str, amode: int) -> None:
+        if not os.access(self.real(path), amode):
+            raise OSError(errno.EACCES, path)
+
+    def statfs(self, path: str) -> dict[str, int]:
+        st = os.statvfs(self.real(path))
+        return {key: getattr(st, key) for key in ("f_bsize", "f_frsize", "f_blocks", "f_bfree", "f_bavail",
+                                                   "f_files", "f_ffree", "f_favail", "f_flag", "f_namemax")}
+
+    def opendir(self, path: str) -> int:
+        return os.open(self.real(path), os.O_RDONLY | os.O_DIRECTORY)
+
+    def readdir(self, path: str, fh: int) -> list[str]:
+        return [".", "..", *os.listdir(self.real(path))]
+
+    def releasedir(self, path: str | None, fh: int) -> None:
+        os.close(fh)
+
+    def fsyncdir(self, path: str | None, datasync: int, fh: int) -> None:
+        self.image.sync_dir(fh)
+
+    def mkdir(self, path: str, mode: int) -> None:
+        os.mkdir(self.real(path), mode)
+
+    def rmdir(self, path: str) -> None:
+        os.rmdir(self.real(path))
+
+    def unlink(self, path: str) -> None:
+        os.unlink(self.real(path))
+
+    def rename(self, old: str, new: str) -> None:
+        os.rename(self.real(old), self.real(new))
+
+    def chmod(self, path: str, mode: int) -> None:
+        os.chmod(self.real(path), mode)
+
+    def chown(self, path: str, uid: int, gid: int) -> None:
+        os.chown(self.real(path), uid, gid)
+
+    def utimens(self, path: str, times: tuple[int, int] | None = None) -> None:
+        if times is None:
+            os.utime(self.real(path))
+        else:
+            os.utime(self.real(path), ns=times)
+
+    def open(self, path: str, flags: int) -> int:
+        return self._opened(os.open(self.real(path), flags), flags)
+
+    def create(self, path: str, mode: int, flags: int) -> int:
+        return self._opened(os.open(self.real(path), flags | os.O_CREAT, mode), flags)
+
+    def _opened(self, fh: int, flags: int) -> int:
+        if flags & (os.O_SYNC | os.O_DSYNC):
+            self.synced.add(fh)
+        return fh
+
+    def read(self, path: str | None, size: int, offset: int, fh: int) -> bytes:
+        return os.pread(fh, size, offset)
+
+    def write(self, path: str | None, data: bytes, offset: int, fh: int) -> int:
+        written = os.pwrite(fh, data, offset)
+        if fh in self.synced:
+            self.fsync(path, 0, fh)
+        return written
+
+    def truncate(self, path: str | None, length: int, fh: int | None = None) -> None:
+        os.truncate(fh if fh is not None else self.real(path or "/"), length)
+
+    def flush(self, path: str | None, fh: int) -> None:
+        """A close's flush: nothing is made durable by it."""
+
+    def fsync(self, path: str | None, datasync: int, fh: int) -> None:
+        """The file's content is durable from here on: what it holds now is what a cut leaves of it."""
+        with open(f"/proc/self/fd/{fh}", "rb") as file:  # the file, even unlinked or opened write-only
+            self.image.sync_file(os.fstat(fh).st_ino, file.read())
+
+    def release(self, path: str | None, fh: int) -> None:
+        self.synced.discard(fh)
+        os.close(fh)
+
+    link = symlink = mknod = _refused
+
+
+@dataclass
+class Layer:
+    """The layer mounted at `mountpoint` over `backing`, served by a process forked from this one."""
+
+    backing: Path
+    mountpoint: Path
+    pid: int = 0
+    told: int = -1  # the pipe down which the parent tells the layer's process what to do once unmounted
+    hears: int = -1  # the pipe up which it says it is mounted, and then done
+
+    @classmethod
+    @contextmanager
+    def over(cls, backing: Path) -> Iterator[Layer]:
+        """The layer over `backing`, mounted at a fresh directory of its own; unmounted (and the directory
+        removed) when done, whatever happens, and the backing directory left as it then is."""
+        layer = cls(backing, Path(tempfile.mkdtemp(prefix="crashlab-layer-")))
+        try:
+            layer.mount()
+            yield layer
+        finally:
+            with suppress(LayerError):
+                layer.unmount(KEEP)
+            layer.mountpoint.rmdir()
+
+    def mount(self) -> None:
+        """Fork the layer's process and wait until the mount serves."""
+        import mfusepy  # noqa: F401  (here, once: each process forked from this one finds it loaded)
+
+        told, self.told = os.pipe()
+        self.hears, says = os.pipe()
+        self.pid = os.fork()
+        if self.pid == 0:  # the layer's process: it never returns from here
+            status = 1
+            try:
+                os.setpgid(0, 0)  # no kill of a loop's group, no interrupt at the terminal, takes it
+                os.close(self.told)
+                os.close(self.hears)
+                serve(self.backing, self.mountpoint, told, says)
+                status = 0
+            finally:
+                os._exit(status)
+        os.close(told)
+        os.close(says)
+        if self._heard() != b"r":
+            self._reap()
+            raise LayerError(f"the power-cut layer could not mount {self.mountpoint}")
+
+    def cut(self) -> None:
+        """The power cut: unmount, leave in the backing directory only what the model says is durable, and
+        mount again for the restart. Every process that used the mount must be dead by now."""
+        self.unmount(CUT)
+        self.mount()
+
+    def unmount(self, then: bytes) -> None:
+        """Unmount, after which the layer's process cuts (`CUT`) or leaves the directory (`KEEP`), and ends."""
+        if not self.pid:
+            return
+        _tell(self.told, then)
+        deadline = time.monotonic() + WAIT
+        while subprocess.run(["fusermount3", "-u", "-q", str(self.mountpoint)], check=False).returncode:
+            if time.monotonic() > deadline:  # still busy: detach it, and the process ends once it is free
+                subprocess.run(["fusermount3", "-u", "-z", "-q", str(self.mountpoint)], check=False)
+                break
+            time.sleep(0.01)
+        done = self._heard()
+        self._reap()
+        if done != b"d":
+            raise LayerError(f"the power-cut layer at {self.mountpoint} did not end as told")
+
+    def _heard(self) -> bytes:
+        """One byte from the layer's process, or b"" if it ended or did not answer in time."""
+        if not select.select([self.hears], [], [], WAIT)[0]:
+            return b""
+        return os.read(self.hears, 1)
+
+    def _reap(self) -> None:
+        """Wait for the layer's process to end; one that did not end as told is killed."""
+        with suppress(ProcessLookupError):
+            os.killpg(self.pid, signal.SIGKILL)
+        with suppress(ChildProcessError):
+            os.waitpid(self.pid, 0)
+        for fd in (self.told, self.hears):
+            os.close(fd)
+        self.pid = 0
+
+
+def serve(backing: Path, mountpoint: Path, told: int, says: int) -> None:
+    """The layer's process: serve the mount until it is unmounted, then do as told, and say so."""
+    import mfusepy
+
+    _die_with_parent()
+    quiet = os.open(os.devnull, os.O_WRONLY)  # fusermount3's watcher, which `auto_unmount` starts, says
+    os.dup2(quiet, 2)  # "not mounted" when it ends after an unmount: the pipe says how the process ended
+    operations = Passthrough(backing, ready=lambda: _tell(says, b"r"))
+    mfusepy.FUSE(operations, str(mountpoint), foreground=True, nothreads=True, hard_remove=True,
+                 auto_unmount=True, fsname="crashlab-power-cut")
+    if os.read(told, 1) == CUT:
+        operations.image.restore(backing)
+    _tell(says, b"d")
+
+
+def _die_with_parent() -> None:
+    """Have the kernel kill this process if the harness dies, so that `auto_unmount` unmounts it."""
+    import ctypes
+
+    pr_set_pdeathsig = 1
+    ctypes.CDLL(None).prctl(pr_set_pdeathsig, signal.SIGKILL)
+
+
+def _tell(fd: int, data: bytes) -> None:
+    os.write(fd, data)

@@ -1,0 +1,208 @@
+"""The power-cut layer (`crashlab.durable.fuse`): what a cut keeps is what the persistence model says.
+
+The model is checked twice: on the layer's operations called directly (fast, no FUSE), and through a
+real mount, with plain syscalls and with SQLite run in a process killed before the cut (slow,
+skipped where FUSE is not usable). Every mount is under a fresh temporary directory, and a test
+fails if one is left behind.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from crashlab.durable.fuse import KEEP, Layer, Passthrough, unusable
+
+
+def contents(directory: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(directory.iterdir())}
+
+
+# The model, on the operations alone: every call passes through, and `restore` is the cut.
+
+@pytest.fixture
+def ops(tmp_path: Path) -> Passthrough:
+    (tmp_path / "old").write_bytes(b"durable")
+    return Passthrough(tmp_path)
+
+
+def written(ops: Passthrough, path: str, data: bytes, sync: bool = False) -> None:
+    fh = ops.create(path, 0o644, os.O_WRONLY | os.O_TRUNC)
+    ops.write(path, data, 0, fh)
+    if sync:
+        ops.fsync(path, 0, fh)
+    ops.release(path, fh)
+
+
+def sync_dir(ops: Passthrough) -> None:
+    fh = ops.opendir("/")
+    ops.fsyncdir("/", 0, fh)
+    ops.releasedir("/", fh)
+
+
+def test_what_the_backing_holds_at_the_mount_is_durable(ops: Passthrough) -> None:
+    written(ops, "/new", b"lost")
+    ops.image.restore(ops.backing)
+    assert contents(ops.backing) == {"old": b"durable"}
+
+
+def test_synced_data_under_a_synced_name_survives_and_unsynced_data_does_not(ops: Passthrough) -> None:
+    written(ops, "/synced", b"kept", sync=True)
+    written(ops, "/unsynced", b"lost")
+    sync_dir(ops)
+    fh = ops.open("/synced", os.O_WRONLY)
+    ops.write("/synced", b"LOST", 0, fh)  # after the sync: the cut takes it back
+    ops.release("/synced", fh)
+    ops.image.restore(ops.backing)
+    assert contents(ops.backing) == {"old": b"durable", "synced": b"kept", "unsynced": b""}
+
+
+def test_a_file_opened_o_sync_is_durable_at_each_write(ops: Passthrough) -> None:
+    fh = ops.create("/log", 0o644, os.O_WRONLY | os.O_SYNC)
+    ops.write("/log", b"line", 0, fh)
+    ops.release("/log", fh)
+    sync_dir(ops)
+    ops.image.restore(ops.backing)
+    assert contents(ops.backing)["log"] == b"line"
+
+
+def test_a_rename_and_an_unlink_without_a_directory_sync_roll_back(ops: Passthrough) -> None:
+    written(ops, "/journal", b"hot", sync=True)
+    sync_dir(ops)
+    ops.unlink("/journal")
+    ops.rename("/old", "/new")
+    assert contents(ops.backing) == {"new": b"durable"}
+    ops.image.restore(ops.backing)
+    assert contents(ops.backing) == {"journal": b"hot", "old": b"durable"}
+
+
+def test_a_directory_sync_makes_its_renames_and_unlinks_durable(ops: Passthrough) -> None:
+    ops.rename("/old", "/new")
+    ops.mkdir("/sub", 0o755)
+    sync_dir(ops)
+    ops.image.restore(ops.backing)
+    assert sorted(p.name for p in ops.backing.iterdir()) == ["new", "sub"]
+    assert (ops.backing / "new").read_bytes() == b"durable"  # the inode's data, under its new name
+
+
+def test_links_are_refused(ops: Passthrough) -> None:
+    with pytest.raises(OSError) as refused:
+        ops.link("/old", "/again")
+    assert refused.value.errno == 38  # ENOSYS
+
+
+# Through a real mount: slow, and only where FUSE works.
+
+needs_fuse = pytest.mark.skipif(bool(unusable()), reason=f"FUSE is not usable here: {unusable()}")
+
+
+def mounts() -> list[str]:
+    with open("/proc/mounts") as table:
+        return [line.split()[1] for line in table if "crashlab-layer-" in line.split()[1]]
+
+
+@pytest.fixture
+def layer(tmp_path: Path) -> Iterator[Layer]:
+    backing = tmp_path / "backing"
+    backing.mkdir()
+    (backing / "old").write_bytes(b"durable")
+    with Layer.over(backing) as mounted:
+        yield mounted
+    assert mounts() == []  # nothing left mounted, whatever the test did
+
+
+def killed_after(body: Callable[[], None]) -> None:
+    """Run `body` in a child process and SIGKILL it once it is done: no close, no checkpoint, no cleanup."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            body()
+        finally:
+            os.kill(os.getpid(), signal.SIGKILL)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
+
+
+def rows(path: Path) -> int:
+    """How many rows table t holds, after SQLite's own recovery (a hot journal rolled back, a WAL replayed)."""
+    if not path.exists():
+        return 0
+    db = sqlite3.connect(path)
+    try:
+        found = db.execute("select count(*) from sqlite_master where name = 't'").fetchone()[0]
+        return db.execute("select count(*) from t").fetchone()[0] if found else 0
+    finally:
+        db.close()
+
+
+@pytest.mark.slow
+@needs_fuse
+def test_through_the_mount_a_cut_keeps_only_what_the_syncs_made_durable(layer: Layer) -> None:
+    run = layer.mountpoint
+    fd = os.open(run / "synced", os.O_WRONLY | os.O_CREAT, 0o644)
+    os.write(fd, b"kept")
+    os.fsync(fd)
+    os.close(fd)
+    (run / "unsynced").write_bytes(b"lost")
+    directory = os.open(run, os.O_RDONLY)
+    os.fsync(directory)
+    os.close(directory)
+    (run / "unsynced").write_bytes(b"lost too")
+    (run / "nameless").write_bytes(b"never named durably")
+    os.rename(run / "old", run / "renamed")
+    layer.cut()
+    assert contents(run) == {"old": b"durable", "synced": b"kept", "unsynced": b""}
+    assert contents(layer.backing) == contents(run)
+
+
+@pytest.mark.slow
+@needs_fuse
+def test_a_kill_alone_loses_nothing(layer: Layer) -> None:
+    killed_after(lambda: (layer.mountpoint / "unsynced").write_bytes(b"in the page cache"))
+    layer.unmount(KEEP)
+    assert contents(layer.backing) == {"old": b"durable", "unsynced": b"in the page cache"}
+
+
+def transactions(path: Path, pragmas: str, count: int) -> Callable[[], None]:
+    def body() -> None:
+        db = sqlite3.connect(path, isolation_level=None)
+        db.executescript(pragmas)
+        db.execute("create table t (n)")
+        for n in range(count):
+            db.execute("insert into t values (?)", (n,))  # each a transaction, committed
+    return body
+
+
+@pytest.mark.slow
+@needs_fuse
+def test_sqlite_in_wal_with_synchronous_full_keeps_every_committed_transaction(layer: Layer) -> None:
+    db = layer.mountpoint / "graph.sqlite"
+    killed_after(transactions(db, "pragma journal_mode=wal; pragma synchronous=full;", 5))
+    layer.cut()
+    assert rows(db) == 5
+
+
+@pytest.mark.slow
+@needs_fuse
+def test_sqlite_in_wal_with_synchronous_off_loses_committed_transactions(layer: Layer) -> None:
+    db = layer.mountpoint / "graph.sqlite"
+    killed_after(transactions(db, "pragma journal_mode=wal; pragma synchronous=off;", 5))
+    layer.cut()
+    assert rows(db) < 5
+
+
+@pytest.mark.slow
+@needs_fuse
+def test_sqlite_in_delete_mode_loses_its_last_commit_to_the_journal_it_unlinked(layer: Layer) -> None:
+    """DBOS's system database: journal_mode=delete, synchronous=full. The commit is the journal's unlink, and
+    no directory sync follows it: a cut brings the journal back, and the next open rolls the commit back."""
+    db = layer.mountpoint / "dbos.sqlite"
+    killed_after(transactions(db, "pragma journal_mode=delete; pragma synchronous=full;", 3))
+    layer.cut()
+    assert "dbos.sqlite-journal" in os.listdir(layer.mountpoint)
+    assert rows(db) == 2
