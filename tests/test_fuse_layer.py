@@ -8,6 +8,7 @@ fails if one is left behind.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sqlite3
@@ -206,3 +207,87 @@ def test_sqlite_in_delete_mode_loses_its_last_commit_to_the_journal_it_unlinked(
     layer.cut()
     assert "dbos.sqlite-journal" in os.listdir(layer.mountpoint)
     assert rows(db) == 2
+
+
+# The forked runner under --fault power-cut: a loop's run directory on the layer, cut at each death.
+
+EFFECTS = "examples/http_loop.yaml"
+
+#: The HTTP loop of examples/, keyed, with its progress saved as a careless loop saves it: no fsync of the file, no
+#: fsync of the folder. A kill loses nothing of it; a power cut loses it all, the run ID with it.
+CARELESS = '''
+import importlib.util, json
+from pathlib import Path
+
+spec = importlib.util.spec_from_file_location("http_loop", {path!r})
+http_loop = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(http_loop)
+
+
+def unsynced(path, progress):
+    path.write_text(json.dumps(progress))
+
+
+def careless():
+    http_loop.save = unsynced
+    http_loop.triage(keyed=True)
+'''
+
+
+def rows_of(cli: Callable[..., tuple[int, str, str]], loop: str, *fault: str) -> dict[str, dict]:
+    code, out, err = cli("sweep", "--loop", loop, "--effects", EFFECTS, "--depth", "1", *fault, "--format", "json")
+    assert code == 0, err
+    return {row["variant"]: row for row in json.loads(out)}
+
+
+@pytest.mark.slow
+@needs_fuse
+def test_a_loop_that_syncs_its_progress_comes_through_a_power_cut_as_through_a_kill(cli) -> None:
+    """The HTTP loop saves with fsync, rename and a directory fsync: the cut takes nothing from it."""
+    loop = "examples/http_loop.py:plain,keyed"
+    killed, cut = rows_of(cli, loop), rows_of(cli, loop, "--fault", "power-cut")
+    for variant, row in killed.items():
+        assert {k: cut[variant][k] for k in ("scenarios", "dups", "missing", "stuck")} == \
+            {k: row[k] for k in ("scenarios", "dups", "missing", "stuck")}
+    assert cut["keyed"]["dups"] == 0 and cut["plain"]["dups"] > 0
+    assert mounts() == []
+
+
+@pytest.mark.slow
+@needs_fuse
+def test_a_keyed_loop_that_never_syncs_its_progress_duplicates_under_a_power_cut_only(cli, tmp_path: Path) -> None:
+    from tests.conftest import ROOT
+
+    loop = tmp_path / "careless.py"
+    loop.write_text(CARELESS.format(path=str(ROOT / "examples" / "http_loop.py")))
+    killed = rows_of(cli, f"{loop}:careless")["careless"]
+    cut = rows_of(cli, f"{loop}:careless", "--fault", "power-cut")["careless"]
+    assert killed["dups"] == 0 and killed["scenarios"] == cut["scenarios"]
+    assert cut["dups"] > 0  # the restart finds no progress, draws a new run ID, and so new keys
+    assert mounts() == []
+
+
+@pytest.mark.slow
+@needs_fuse
+def test_a_power_cut_scenario_names_its_cut_and_replays(cli) -> None:
+    code, out, err = cli("explain", "plain+power-cut=none:2~1", "--loop", "examples/http_loop.py:plain",
+                         "--effects", EFFECTS)
+    assert code == 0, err
+    assert "▶ the POWER is cut: every file is as its last sync left it" in out  # the HTTP loop syncs it all
+
+
+@pytest.mark.slow
+@needs_fuse
+def test_a_power_cut_tells_what_it_took_back(layer: Layer) -> None:
+    fd = os.open(layer.mountpoint / "journal", os.O_WRONLY | os.O_CREAT, 0o644)
+    os.fsync(fd)
+    os.close(fd)
+    directory = os.open(layer.mountpoint, os.O_RDONLY)
+    os.fsync(directory)
+    os.close(directory)
+    os.unlink(layer.mountpoint / "journal")
+    (layer.mountpoint / "old").write_bytes(b"unsynced")
+    (layer.mountpoint / "new").write_bytes(b"")
+    assert layer.cut() == ["journal is back (its unlink or rename was never made durable)",
+                           "new is gone (its name was never made durable)",
+                           "old is back to what its last sync left (8 bytes, now 7)"]

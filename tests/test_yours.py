@@ -210,10 +210,11 @@ def test_a_service_that_commits_record_then_key_and_dies_between_duplicates_the_
 
 def test_a_fault_with_no_form_for_a_served_loop_is_refused_in_one_line(cli):
     code, out, err = cli("sweep", "--loop", "examples/http_loop.py:keyed", "--effects", EFFECTS, "--fault",
-                         "power-cut")
+                         "reused-run-id")
     assert (code, out) == (2, "")
-    assert err.strip().endswith("--fault power-cut has no form yet for a loop whose tools call crashlab's service "
-                                "(those that have: crash, expired-key, late-delivery, timeout, tracker-crash, wrong-answer)")
+    assert err.strip().endswith("--fault reused-run-id has no form yet for a loop whose tools call crashlab's service "
+                                "(those that have: crash, expired-key, late-delivery, power-cut, timeout, tracker-crash, "
+                                "wrong-answer)")
 
 
 @pytest.mark.slow

@@ -295,11 +295,16 @@ class Layer:
             self._reap()
             raise LayerError(f"the power-cut layer could not mount {self.mountpoint}")
 
-    def cut(self) -> None:
+    def cut(self) -> list[str]:
         """The power cut: unmount, leave in the backing directory only what the model says is durable, and
-        mount again for the restart. Every process that used the mount must be dead by now."""
+        mount again for the restart; what it took back, file by file. Every process that used the mount
+        must be dead by now."""
+        before = _files(self.backing)
         self.unmount(CUT)
+        after = _files(self.backing)
         self.mount()
+        return [f"{name} {_lost(before.get(name), after.get(name))}" for name in sorted(before.keys() | after.keys())
+                if before.get(name) != after.get(name)]
 
     def unmount(self, then: bytes) -> None:
         """Unmount, after which the layer's process cuts (`CUT`) or leaves the directory (`KEEP`), and ends."""
@@ -332,6 +337,19 @@ class Layer:
         for fd in (self.told, self.hears):
             os.close(fd)
         self.pid = 0
+
+
+def _files(directory: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(directory)): p.read_bytes() for p in sorted(directory.rglob("*")) if p.is_file()}
+
+
+def _lost(before: bytes | None, after: bytes | None) -> str:
+    """What a cut did to one file, as a person reads it."""
+    if before is None:
+        return "is back (its unlink or rename was never made durable)"
+    if after is None:
+        return "is gone (its name was never made durable)"
+    return f"is back to what its last sync left ({len(before):,} bytes, now {len(after):,})"
 
 
 def serve(backing: Path, mountpoint: Path, told: int, says: int) -> None:

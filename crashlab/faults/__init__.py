@@ -99,6 +99,10 @@ class Fault:
     replaces: ClassVar[frozenset[str]] = frozenset()
     #: Whether it breaks something with no crash at all: the uninterrupted run is then a scenario.
     without_crash: ClassVar[bool] = False
+    #: Whether each death also cuts the power of the loop's machine, where the loop runs for real: the
+    #: forked runner then keeps its run directory on the power-cut layer (`crashlab.durable.fuse`), and
+    #: each death leaves there only what the loop's syncs made durable.
+    cuts: ClassVar[bool] = False
 
     @classmethod
     def configured(cls, value: str | None = None) -> Fault:
@@ -270,6 +274,10 @@ class Faults:
     @property
     def without_crash(self) -> bool:
         return any(f.without_crash for f in self.members)
+
+    @property
+    def cuts(self) -> bool:
+        return any(f.cuts for f in self.members)
 
     def parts(self) -> Parts:
         parts = Parts()

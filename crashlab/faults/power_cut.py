@@ -12,6 +12,12 @@ the sweep's: they change what a death leaves, so the scenario ID must name them 
 replay, and a setting's value is where an ID names a fault's configuration. The model is the second
 setting, so an ID on the default disk reads as it always did: ``+power-cut=file`` is
 ``--sync file --disk ext4-ordered``, ``+power-cut=file.posix`` the same on ``--disk posix``.
+
+A loop whose tools call crashlab's service runs for real (a framework, a loop of yours): there its
+run directory sits on the power-cut layer (`crashlab.durable.fuse`), and each death, once the process
+and all it started are killed, cuts the power there: every file the loop touched keeps only what its
+own syncs made durable. That leaves one state (``I~1``). The service runs on another machine, which
+keeps its power: cutting its database too is the next step.
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ from typing import ClassVar
 from crashlab.durable.disk import MODELS, SYNCS
 from crashlab.engine.death import Death, Left
 from crashlab.engine.points import Event
-from crashlab.faults import Capability, Fault, Setting
+from crashlab.faults import Capability, Fault, Serving, Setting
 
 #: What a rename has made durable, as a scenario's story says it at the point ``renamed``: by sync, and
 #: under ``--sync none`` by model too (with ``file`` the data is synced, and the models differ in the rename only).
@@ -56,6 +62,7 @@ class PowerCut(Fault):
     )
     needs: ClassVar[frozenset[Capability]] = frozenset({"page-cache"})
     chooses = True
+    cuts = True
 
     def sync(self) -> str:
         return self.chosen("sync")
@@ -64,8 +71,16 @@ class PowerCut(Fault):
         for s, (survivor, files) in enumerate(death.store.survivors(self.chosen("disk")), start=1):
             yield left.then(f"the power cut left {survivor.what}", s, replace(left.durable, files=files))
 
+    def serve(self, serving: Serving) -> Serving:
+        """The service as it is: the cut is the loop's machine's, made by the forked runner's layer."""
+        return serving
+
     def note(self, event: Event) -> str | None:
-        """At the point ``renamed``, what the rename made durable on this disk, and what not yet."""
+        """At the point ``renamed``, what the rename made durable on this disk, and what not yet; at a cut of
+        a run directory on the power-cut layer, what it took back."""
+        if event.kind == "power-cut":
+            lost = event.detail["lost"]
+            return "the POWER is cut: " + ("; ".join(lost) if lost else "every file is as its last sync left it")
         if event.kind != "point" or event.label != "renamed":
             return None
         sync = self.sync()

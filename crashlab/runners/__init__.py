@@ -105,6 +105,11 @@ def check_runs(setup: Setup, spec: RunnerSpec) -> None:
         return
     if variant.calls_service:  # its world is crashlab's service, and a fault breaks the service, not a world in memory
         faults.serving()
+        if faults.cuts:
+            from crashlab.durable.fuse import unusable
+
+            if unable := unusable():
+                raise BadInput(f"--fault power-cut cuts a loop's run directory on a FUSE layer, and here {unable}")
         return
     missing = faults.needs - spec.offers
     if missing:

@@ -24,10 +24,10 @@ import tempfile
 import time
 import traceback
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager, suppress
+from contextlib import ExitStack, contextmanager, suppress
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -52,6 +52,9 @@ from crashlab.world.sqlite import (
     open_world,
     world_in,
 )
+
+if TYPE_CHECKING:
+    from crashlab.durable.fuse import Layer
 
 #: Files of a run directory that are the harness's own, not the loop's state.
 HARNESS_FILES = ("lock", "checkpoint.json.tmp")
@@ -122,7 +125,7 @@ class Forked:
 
     kind: RunnerKind = "forked"
 
-    def __init__(self, fresh: Callable[[], Path], services: Services, limit: float = TIME_LIMIT):
+    def __init__(self, fresh: Fresh, services: Services, limit: float = TIME_LIMIT):
         self.fresh = fresh
         self.services = services
         self.limit = limit
@@ -139,7 +142,7 @@ class Forked:
         if load is not None:
             load()  # a framework, imported once here rather than in every child
         points = Recorder(crashes, setup.id(crashes, choices))
-        directory = self.fresh()
+        directory, layer = self.fresh(setup.faults.cuts)
         outside = Outside.of(setup, self.services, choices)  # None: the loop acts through run.world
 
         def world_now() -> WorldState:
@@ -160,6 +163,8 @@ class Forked:
             check_death(points, returned)
             if points.dead is None:
                 break
+            if layer is not None:  # the process is dead, with every process it started: only then can the power go
+                points.note("power-cut", lost=layer.cut())
             if outside is not None:  # the state its choice names, among those the service's faults leave here
                 chosen(outside.left(points.points(points.process)[-1]), choices[points.process - 1]
                        if points.process <= len(choices) else (), points)
@@ -326,26 +331,41 @@ def files_of(directory: Path, setup: Setup) -> tuple[tuple[str, bytes], ...]:
     return tuple(sorted((p.name, p.read_bytes()) for p in directory.iterdir() if p.is_file() and p.name not in skip))
 
 
+#: A scenario's run directory, and the power-cut layer it sits on, if its machine's power is cut at each death.
+Fresh = Callable[[bool], "tuple[Path, Layer | None]"]
+
+
 @contextmanager
-def directories() -> Iterator[Callable[[], Path]]:
+def directories() -> Iterator[Fresh]:
     """Fresh scenario directories under one root (on /dev/shm when there is one), each with an empty world.
 
-    Each new directory removes the one before, so the root holds one scenario at a time.
+    Each new directory removes the one before, so the root holds one scenario at a time. One whose
+    machine `cuts` power at each death sits on the power-cut layer (`crashlab.durable.fuse`): the loop
+    sees the layer's mount, and each death's cut leaves in the directory only what its syncs made
+    durable. The layer is unmounted with its scenario, or when the runner closes, however it ends.
     """
     root = Path(tempfile.mkdtemp(prefix="crashlab-loop-", dir=SCRATCH))
     made: list[Path] = []
+    with ExitStack() as mounted:
 
-    def fresh() -> Path:
-        for old in made:
-            shutil.rmtree(old, ignore_errors=True)
-        made[:] = [Path(tempfile.mkdtemp(dir=root))]
-        (made[0] / TRACKER_FILE).write_bytes(empty_world())
-        return made[0]
+        def fresh(cuts: bool = False) -> tuple[Path, Layer | None]:
+            mounted.close()
+            for old in made:
+                shutil.rmtree(old, ignore_errors=True)
+            made[:] = [Path(tempfile.mkdtemp(dir=root))]
+            (made[0] / TRACKER_FILE).write_bytes(empty_world())
+            if not cuts:
+                return made[0], None
+            from crashlab.durable.fuse import Layer
 
-    try:
-        yield fresh
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
+            layer = mounted.enter_context(Layer.over(made[0]))
+            return layer.mountpoint, layer
+
+        try:
+            yield fresh
+        finally:
+            mounted.close()
+            shutil.rmtree(root, ignore_errors=True)
 
 
 _empty: bytes = b""

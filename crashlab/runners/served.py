@@ -308,12 +308,17 @@ class Outside:
         return served_world(self.setup, self.service.state())
 
     def left(self, point: Event) -> list[Iterable[Left]]:
-        """The states a death at `point` leaves: the crash's; or one per downtime before the restart; and, under
-        late delivery, one per point of the restart where the request on the wire lands (none where none is)."""
+        """The states a death at `point` leaves: the crash's; or one per downtime before the restart; under a
+        power cut, the one its cut leaves of the run directory; and, under late delivery, one per point of
+        the restart where the request on the wire lands (none where none is). Their choices come in the
+        order of the faults' slugs, as a scenario ID names them."""
         groups: list[Iterable[Left]] = [(Left(None),)]
         if self.serving.downtimes:
             groups = [tuple(Left(None, f"it starts {hours:g} h after the death", (s,))
                             for s, hours in enumerate(self.serving.downtimes, start=1))]
+        if self.setup.faults.cuts:
+            groups = [tuple(left.then("the power cut left in the run directory only what its syncs made durable", 1)
+                            for left in group) for group in groups]
         if self.serving.late:
             if not (point.label == "sent" and point.detail.get("service")):
                 return []  # nothing on the wire: a death here is no scenario of late delivery
