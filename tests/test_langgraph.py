@@ -10,19 +10,23 @@ import json
 
 import pytest
 
+from crashlab.durable.fuse import unusable
+
 pytestmark = pytest.mark.slow
 
 
-def sweep_variants(job, depth=1):
-    """Each of the framework's rows, killed for real at every point (its framework is imported when a test runs:
-    collecting the fast suite should not pay for it)."""
+def sweep_variants(job, depth=1, faults=(), slugs=None):
+    """Each of the framework's rows (or those `slugs` names), killed for real at every point (its framework is
+    imported when a test runs: collecting the fast suite should not pay for it)."""
     from crashlab.api import Swept
     from crashlab.engine.scenario import Setup
     from crashlab.engine.sweep import sweep_all
+    from crashlab.faults import Faults
     from crashlab.loops import FAMILIES
     from crashlab.runners import RunnerSpec
 
-    setups = [Setup(variant, job) for variant in FAMILIES["langgraph"].values()]
+    setups = [Setup(variant, job, Faults.of(faults)) for slug, variant in FAMILIES["langgraph"].items()
+              if slugs is None or slug in slugs]
     return [Swept(s) for s in sweep_all(setups, RunnerSpec("forked"), depth=depth, workers=2)]
 
 
@@ -83,3 +87,15 @@ def test_explain_kills_a_langgraph_scenario_again_and_tells_it(cli):
     assert "duplicates:    A ×2, B ×2 (DUPLICATED)" in out and "missing:       none" in out
     code, out, err = cli("explain", "langgraph-nope:1")
     assert (code, out) == (2, "") and "unknown variant 'langgraph-nope' (valid: " in err and "langgraph-plain," in err
+
+
+@pytest.mark.skipif(bool(unusable()), reason=f"FUSE is not usable here: {unusable()}")
+def test_a_power_cut_of_its_run_directory_takes_nothing_langgraph_committed(swept, triage):
+    """SqliteSaver runs its database in WAL, whose synchronous is FULL in this SQLite by default: every checkpoint it
+    committed was synced, so a cut leaves what a kill leaves, scenario for scenario."""
+    from crashlab.faults.power_cut import PowerCut
+
+    (cut,) = sweep_variants(triage, faults=[PowerCut.configured()], slugs={"langgraph-plain"})
+    killed = swept[cut.name]
+    assert cut.points == killed.points
+    assert [s.outcome for s in cut.scenarios] == [s.outcome for s in killed.scenarios]
