@@ -67,7 +67,7 @@ class Swept:
     @property
     def points(self) -> list[str]:
         """The uninterrupted run's crash points, as ``label#occurrence``: scenario ``NAME:I`` crashes at the I-th."""
-        return named([label for label, _ in self.sweep.first.trace(1)])
+        return named([point.label for point in self.sweep.first.points.points(1)])
 
     @property
     def scenarios(self) -> list[ScenarioResult]:

@@ -48,7 +48,7 @@ def test_what_each_tracker_would_lose_at_each_of_its_points(commit, seen):
 
 
 def test_a_durable_tracker_adds_no_crash_point(triage):
-    labels = {label for label, _ in scenario("keys-markers", triage, ()).trace(1)}
+    labels = {point.label for point in scenario("keys-markers", triage, ()).points.points(1)}
     assert not labels & {"applied", "record-committed"}
 
 

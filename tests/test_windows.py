@@ -11,9 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from crashlab.api import sweep
-from crashlab.check.outcome import Outcome
+from crashlab.check.outcome import Outcome, flaky_outcome
 from crashlab.engine.scenario import ScenarioResult, scenario_id
-from crashlab.engine.tree import FLAKY
 from crashlab.report.windows import Window, describe, windows
 
 from .test_api import EFFECTS, example
@@ -27,6 +26,8 @@ def outcome(dups: dict[str, int] | None = None, missing: tuple[str, ...] = (), *
 
 
 TWICE = outcome({"A": 1})
+#: A scenario whose repeats made A twice, three times, and once: counted by the worst, and flaky.
+FLAKY = flaky_outcome([TWICE, outcome({"A": 2}), PASSED, TWICE])
 
 
 def scenario(*crashes: int, did: Outcome = PASSED, tags: str = "", choices: tuple = ()) -> ScenarioResult:
@@ -87,7 +88,8 @@ def test_flaky_scenarios_make_windows_of_their_own():
     swept = [scenario(1, did=TWICE), scenario(2, did=FLAKY), scenario(3, did=FLAKY), scenario(4, did=TWICE)]
     assert [(w.first_id, w.scenarios, w.failure) for w in windows(swept)] == [
         ("loop:1", 1, "A made twice"),
-        ("loop:2", 2, "flaky: its repeats disagreed or a process strayed"),
+        ("loop:2", 2, "A made 3 times, flaky: its repeats disagreed or a process strayed (it came to A made twice / "
+                      "A made 3 times / no harm)"),
         ("loop:4", 1, "A made twice"),
     ]
 

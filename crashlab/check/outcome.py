@@ -29,10 +29,43 @@ class Outcome:
     stuck: int = 0  # 1 when the run cannot go on without a person: its checkpoint is unreadable
     orphans: int = 0  # records in the tracker that no intended effect accounts for
     flaky: int = 0  # 1 when repeats of the scenario disagreed, or a process strayed from the run it repeats
+    #: A flaky scenario's distinct outcomes, as its repeats gave them, each with how many gave it.
+    seen: tuple[tuple[Outcome, int], ...] = ()
 
     @property
     def extra(self) -> int:
         return sum(self.dups.values())
+
+
+def flaky_outcome(outcomes: Sequence[Outcome]) -> Outcome:
+    """The outcome of a scenario whose repeats disagreed (or strayed): flaky, with every outcome they gave.
+
+    Its counts are the worst its repeats gave, each its largest: an effect duplicated or lost in one
+    repeat is counted so, since a loop that duplicates only sometimes duplicates. Counting it as
+    flaky alone, or by one repeat's outcome, would let a race average its duplicates away.
+    """
+    distinct: list[Outcome] = []
+    times: list[int] = []
+    for outcome in outcomes:
+        if outcome in distinct:
+            times[distinct.index(outcome)] += 1
+        else:
+            distinct.append(outcome)
+            times.append(1)
+    dups: dict[str, int] = {}
+    for o in outcomes:
+        for effect, n in o.dups.items():
+            dups[effect] = max(dups.get(effect, 0), n)
+
+    def union(of: str) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(name for o in outcomes for name in getattr(o, of)))
+
+    def most(of: str) -> int:
+        return max((getattr(o, of) for o in outcomes), default=0)
+
+    return Outcome(dups, union("missing"), most("asks"), most("calls_plus"), most("approvals"), union("wrong"),
+                   most("stuck"), most("orphans"), flaky=1,
+                   seen=tuple(zip(distinct, times, strict=True)))
 
 
 def column(head: str, means: str) -> dict[str, str]:
@@ -54,7 +87,8 @@ class Counts:
     stuck: int = field(default=0, metadata=column(
         "stuck", "runs that cannot go on: an unreadable checkpoint, or a restart that fails in what its deaths left"))
     orphans: int = field(default=0, metadata=column("orphans", "records no intended effect accounts for"))
-    flaky: int = field(default=0, metadata=column("flaky", "scenarios whose repeats disagreed or strayed"))
+    flaky: int = field(default=0, metadata=column(
+        "flaky", "scenarios whose repeats disagreed or strayed, each also counted by the worst they gave"))
 
     @classmethod
     def of(cls, o: Outcome) -> Counts:
@@ -76,7 +110,7 @@ COUNT_MEANS: dict[str, str] = {f.name: f.metadata["means"] for f in fields(Count
 
 
 def outcome_of(world: World, effects: Sequence[Call], final: Checkpoint | None, finished: bool,
-               baseline_calls: int, flaky: bool = False) -> Outcome:
+               baseline_calls: int) -> Outcome:
     """The world's counts against `effects`, what the run means to do once each.
 
     A record stands for the effect its call ID names (`job.intended`: a drifting model's ``A#2`` is
@@ -104,7 +138,7 @@ def outcome_of(world: World, effects: Sequence[Call], final: Checkpoint | None, 
     calls_plus = world.model.calls - baseline_calls  # negative only for a stuck run, which stopped short
     person = world.person
     return Outcome(dups, tuple(missing), person.asks, max(calls_plus, 0), person.approvals, tuple(wrong),
-                   int(not finished), orphans, int(flaky))
+                   int(not finished), orphans)
 
 
 def _meant(world: World, call: Call, made: list[Record], results: dict[str, Any], refused: bool) -> bool:

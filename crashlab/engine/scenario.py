@@ -17,20 +17,68 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from itertools import zip_longest
+from typing import Any
 
 from crashlab.check.outcome import Outcome, outcome_of
 from crashlab.durable.checkpoint import Checkpoint
 from crashlab.durable.store import Store
 from crashlab.engine.death import Choice, Left
-from crashlab.engine.points import Recorder, Where, named
+from crashlab.engine.points import Event, Recorder, Where, named
 from crashlab.engine.variant import Variant
 from crashlab.errors import BadInput, HarnessError, Stray
 from crashlab.faults import Faults, parse_tags
 from crashlab.job import Job, shown
 from crashlab.world import World
 
-#: The crash points one process passed, in order, with where the loop was: what a repeat must retrace.
-Trace = list[tuple[str, Where]]
+#: The events that are effects a repeat must make again: changing requests (a search too) and lookups.
+EFFECTS = ("request", "lookup")
+
+
+@dataclass(frozen=True)
+class Step:
+    """One thing a process did that a repeat of it must do again: pass a crash point, or make a request.
+
+    A request is compared by everything the receiver reported of it (its tool, the call and arguments
+    it names, whether it applied it, what it answered) and by its key, named by the order in which the
+    scenario first used it: ``key 1`` is the first key sent. Two runs of a loop that makes a fresh
+    random key for each call then agree, and a restart that resends a saved key (``key 1`` again)
+    does not agree with one that lost it and made another (``key 2``): passing the same points is not
+    enough, since a race can leave the points alone and change only the requests.
+    """
+
+    kind: str  # "point", or the request's kind
+    label: str  # the point's label, or the request's tool
+    where: Where
+    said: tuple[tuple[str, Any], ...] = ()  # a request's report, its key named by first use
+
+    def __str__(self) -> str:
+        """A request as an error names it: ``create_issue A under key 1 (answer=1, applied=True, ...), start``."""
+        told = dict(self.said)
+        call, key = told.pop("call", ""), told.pop("key", None)
+        rest = ", ".join(f"{name}={value!r}" for name, value in told.items())
+        return f"{self.kind} {self.label} {call} {f'under {key}' if key else 'with no key'} ({rest}), {self.where}"
+
+
+#: What one process did, in order, that a repeat must retrace: its crash points and its requests.
+Trace = list[Step]
+
+
+def trace_of(events: Iterable[Event], process: int) -> Trace:
+    """Process `process`'s steps among `events` (a whole scenario's, in order, so that keys are named by their
+    first use in the scenario, whichever process used them first)."""
+    keys: dict[str, str] = {}
+    steps = []
+    for e in events:
+        if e.kind in EFFECTS:
+            key = e.detail.get("key")
+            if key is not None:
+                key = keys.setdefault(key, f"key {len(keys) + 1}")
+            said = tuple(sorted({**e.detail, "key": key}.items()))
+            if e.process == process:
+                steps.append(Step(e.kind, e.label, e.where, said))
+        elif e.kind == "point" and e.process == process:
+            steps.append(Step("point", e.label, e.where))
+    return steps
 
 
 @dataclass(frozen=True)
@@ -145,12 +193,16 @@ class ScenarioRun:
         return sum(1 for e in self.points.events if e.kind == "point" and e.process == process)
 
     def trace(self, process: int) -> Trace:
-        return [(e.label, e.where) for e in self.points.points(process)]
+        return trace_of(self.points.events, process)
 
-    def outcome(self, baseline_calls: int, flaky: bool = False) -> Outcome:
+    def traces(self) -> list[Trace]:
+        """Every process's trace: what a repeat of the whole scenario must do again."""
+        return [self.trace(process) for process in range(1, self.points.process + 1)]
+
+    def outcome(self, baseline_calls: int) -> Outcome:
         """The world's counts against what the variant means to do, each effect exactly once."""
         effects = self.setup.variant.intended(self.setup.job)
-        return outcome_of(self.world, effects, self.final, self.finished, baseline_calls, flaky)
+        return outcome_of(self.world, effects, self.final, self.finished, baseline_calls)
 
     def result(self, baseline_calls: int) -> ScenarioResult:
         """The scenario as a sweep keeps it."""
@@ -232,13 +284,35 @@ def check_once(run: ScenarioRun) -> None:
 
 
 def check_retrace(run: ScenarioRun, process: int, expected: Trace, of: str) -> None:
-    """A process repeats what it repeats: up to its crash, its points are those of the run it retraces."""
+    """A process repeats what it repeats: up to its crash, its points and requests are those of the run it
+    retraces. The points are compared first, so an error names the first point that differs, if one does."""
     got = run.trace(process)
     if got == expected[: len(got)]:
         return
-    k = next((k for k, (a, b) in enumerate(zip(got, expected, strict=False)) if a != b), min(len(got), len(expected)))
-    got_names, expected_names = named([label for label, _ in got]), named([label for label, _ in expected])
-    saw = f"{got_names[k]} ({got[k][1]})" if k < len(got) else "nothing more"
-    meant = f"{expected_names[k]} ({expected[k][1]})" if k < len(expected) else "nothing more"
-    raise Stray(f"{run.id}: the loop is not deterministic: process {process} passed {saw} at its point {k + 1}, "
-                f"where {of} passed {meant}")
+    crashes = [step for step in got if step.kind == "point"]
+    points = [step for step in expected if step.kind == "point"][: len(crashes)]
+    if crashes != points:
+        k = _first_difference(crashes, points)
+        raise Stray(f"{run.id}: the loop is not deterministic: process {process} passed {_point(crashes, k)} at "
+                    f"its point {k + 1}, where {of} passed {_point(points, k)}")
+    k = _first_difference(got, expected)
+    after = sum(1 for step in got[:k] if step.kind == "point")
+    raise Stray(f"{run.id}: the loop is not deterministic: process {process} sent {_request(got, k)} after its "
+                f"point {after}, where {of} sent {_request(expected, k)}")
+
+
+def _first_difference(got: Trace, expected: Trace) -> int:
+    return next((k for k, (a, b) in enumerate(zip(got, expected, strict=False)) if a != b),
+                min(len(got), len(expected)))
+
+
+def _point(points: Trace, k: int) -> str:
+    """The k-th of `points`, as ``label#occurrence (where)``."""
+    if k >= len(points):
+        return "nothing more"
+    occurrence = sum(1 for step in points[: k + 1] if step.label == points[k].label)
+    return f"{points[k].label}#{occurrence} ({points[k].where})"
+
+
+def _request(trace: Trace, k: int) -> str:
+    return str(trace[k]) if k < len(trace) and trace[k].kind != "point" else "nothing more"

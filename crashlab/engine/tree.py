@@ -17,7 +17,7 @@ from itertools import zip_longest
 from operator import attrgetter
 from typing import TYPE_CHECKING
 
-from crashlab.check.outcome import COUNT_KEYS, Counts, Outcome
+from crashlab.check.outcome import COUNT_KEYS, Counts, Outcome, flaky_outcome
 from crashlab.engine.death import Choice, Left
 from crashlab.engine.points import named
 from crashlab.engine.scenario import (
@@ -100,16 +100,13 @@ class Life:
     tally: Tally  # this life's own scenario, and every one below it
 
 
-#: A flaky scenario's outcome: its repeats disagree, so it counts only as flaky, never as one of them.
-FLAKY = Outcome({}, (), 0, 0, 0, flaky=1)
-
-
 def life_of(run: ScenarioRun | None, state: bytes, baseline_calls: int, after: Sequence[Life] = (),
-            forks: Sequence[tuple[int, Choice]] = (), flaky: bool = False) -> Life:
-    """The last process of `run` as a life, with the lives its crashes lead to; a flaky scenario (or one that
-    never ran whole, `run` None) counts only as flaky."""
+            forks: Sequence[tuple[int, Choice]] = (), outcome: Outcome | None = None) -> Life:
+    """The last process of `run` as a life, with the lives its crashes lead to; `outcome` in place of the
+    run's own for a flaky scenario (with `run` None where no repeat of it ran whole)."""
     if run is None:
-        return Life(state, FLAKY, 0, 0, (), (), (), (), Tally(), Tally.one(FLAKY, 0, 0))
+        assert outcome is not None, "a life that never ran has the outcome it was given"
+        return Life(state, outcome, 0, 0, (), (), (), (), Tally(), Tally.one(outcome, 0, 0))
     process, labels, saves_by, saves = run.points.process, [], [], 0
     for e in run.points.events:
         if e.process != process:
@@ -120,7 +117,7 @@ def life_of(run: ScenarioRun | None, state: bytes, baseline_calls: int, after: S
             labels.append(e.label)
             saves_by.append(saves)
     below = sum((life.tally.behind(j, saves_by[j - 1]) for (j, _), life in zip(forks, after, strict=True)), Tally())
-    outcome = FLAKY if flaky else run.outcome(baseline_calls)
+    outcome = outcome or run.outcome(baseline_calls)
     tally = Tally.one(outcome, len(labels), saves) + below
     return Life(state, outcome, len(labels), saves, tuple(labels), tuple(saves_by), tuple(forks), tuple(after), below,
                 tally)
@@ -193,25 +190,34 @@ class Branch:
     def _replayed(self, runner: Runner, crashes: tuple[int, ...], choices: tuple[Choice, ...], traces: list[Trace],
                   advance: Advance) -> Life:
         watch = len(crashes) < self.depth
-        runs: list[ScenarioRun | None] = []
+        runs: list[ScenarioRun] = []
+        strayed = False
         for _ in range(self.repeat):
             try:
                 run = runner.scenario(self.setup, crashes, choices, watch=watch)
+            except Stray:  # a process finished without reaching its crash point
+                if self.strays_fail:
+                    raise
+                strayed = True
+                continue
+            runs.append(run)
+            try:
                 for process, trace in enumerate(traces, start=1):
                     of = f"the restart of {self.setup.id(crashes[:process - 1], choices[:process - 1])}"
                     check_retrace(run, process, trace, of if process > 1 else "the uninterrupted run")
             except Stray:
                 if self.strays_fail:
                     raise
-                run = None
-            runs.append(run)
+                strayed = True
         advance(1)
-        first = runs[0]
-        if first is None or None in runs:
-            return life_of(None, b"", self.baseline_calls)  # it strayed: it counts only as flaky
-        seen = first.outcome(self.baseline_calls)
-        if any(r.outcome(self.baseline_calls) != seen for r in runs[1:] if r):
-            return life_of(first, _start(first), self.baseline_calls, flaky=True)  # its repeats disagreed
+        outcomes = [run.outcome(self.baseline_calls) for run in runs]
+        first = runs[0] if runs else None
+        if first is None or strayed or any(o != outcomes[0] or run.traces() != first.traces()
+                                           for o, run in zip(outcomes[1:], runs[1:], strict=True)):
+            # It strayed, or its repeats disagreed in what they did or what it came to: it is flaky, and
+            # counts the worst of what it came to; what follows a death in it is no one run's to explore.
+            return life_of(first, _start(first) if first else b"", self.baseline_calls,
+                           outcome=flaky_outcome(outcomes))
         mine = first.trace(len(crashes) + 1)
         lives, forks = after(first, lambda j, left: self._replayed(runner, (*crashes, j), (*choices, left.choice),
                                                                    [*traces, mine], advance))

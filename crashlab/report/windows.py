@@ -63,6 +63,9 @@ def said(outcome: Outcome) -> str:
         parts.append("stuck: the run cannot go on")
     if o.flaky:
         parts.append("flaky: its repeats disagreed or a process strayed")
+        if o.seen:  # what each way it went came to: the counts before are the worst of them
+            gave = dict.fromkeys(said(seen) or "no harm" for seen, _ in o.seen)
+            parts[-1] += f" (it came to {' / '.join(gave)})"
     return ", ".join(parts)
 
 

@@ -254,8 +254,8 @@ class SqliteTracker(Modes):
                     sql.execute("INSERT OR IGNORE INTO keys (key, number) VALUES (?, ?)", (key, number))
             else:
                 (number,) = known
-        self.points.note("request", call.tool, call=call.id, key=key, applied=known is None, answer=number,
-                         forgot=False)
+        self.points.note("request", call.tool, call=call.id, args=args, key=key, applied=known is None,
+                         answer=number, forgot=False)
         self.points.hit("accepted")
         return number
 

@@ -160,8 +160,8 @@ class Tracker(Modes):
             raise Fenced(f"call {call.id}'s key {key} was fenced by a lookup: the tracker refuses it")
         self.before_applying()
         done = self.apply(call, args, key)
-        self.points.note("request", call.tool, call=call.id, key=key, applied=done.made, answer=done.number,
-                         forgot=done.forgot)
+        self.points.note("request", call.tool, call=call.id, args=args, key=key, applied=done.made,
+                         answer=done.number, forgot=done.forgot)
         if done.made:
             self.make_durable()
         self.points.hit("accepted")
