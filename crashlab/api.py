@@ -12,8 +12,9 @@ refuses a loop whose runs pass different points; then, for every point, it forks
 dies there, forks a restart over the same files, and lets it finish (crashing the restarts too, up
 to `depth`); afterwards it counts, from the tracker's file, each intended effect's records: a
 duplicate is a second record of one effect, a missing effect has none. Each scenario can run
-`repeat` times; one whose outcomes differ between repeats, or whose process strays from the run it
-repeats, is flaky, and counted apart.
+`repeat` times; one whose repeats differ (in what they came to, or in the points they passed and the
+requests they made on the way), or whose process strays from the run it repeats, is flaky: it fails
+the sweep, and counts the worst of what it came to.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from crashlab.engine.sweep import sweep as sweep_setup
 from crashlab.engine.tree import Row, VariantSweep
 from crashlab.errors import BadInput
 from crashlab.loops import yours
-from crashlab.report.story import find_scenario, render, story
+from crashlab.report.story import find_repeats, render, story
 from crashlab.report.tables import columns_for, records
 from crashlab.report.windows import describe, windows
 from crashlab.runners import RunnerSpec
@@ -55,10 +56,11 @@ def loop(entry: Entry, effects: Effects, *, name: str = "loop", tracker: Tracker
 
 @dataclass(frozen=True)
 class Swept:
-    """A sweep of your loop: every scenario, and the table's sums over them (flaky ones counted apart)."""
+    """A sweep of your loop: every scenario, and the table's sums over them (a flaky one by its worst outcome)."""
 
     sweep: VariantSweep
     depth: int = 1
+    repeat: int = 1  # runs of each scenario: a failure's replay runs it as many times
 
     @property
     def name(self) -> str:
@@ -118,6 +120,7 @@ class Swept:
         earlier deaths, that fail the same way), with the call that replays its first: what a test prints."""
         tracker = self.sweep.setup.variant.tracker
         told = f", tracker={tracker!r}" if tracker != "keyed" else ""
+        told += f", repeat={self.repeat}" if self.repeat > 1 else ""
         return [describe(w, lambda sid: f"crashlab.api.explain(entry, effects, {sid!r}{told})")
                 for w in windows(self.sweep.scenarios())]
 
@@ -132,7 +135,9 @@ def sweep(entry: Entry, effects: Effects, *, name: str = "loop", tracker: Tracke
     ``CRASHLAB_TRACKER_URL``; or the `effect` names your tools give `run.tracker`. With `workers`
     above 1, the subtrees of the first crashes run on a pool of forked processes (the entry point
     must then be picklable, as a module-level function or a partial of one is); the scenarios come
-    back in the same order. With `service`, one of yours stands in for crashlab's
+    back in the same order. With `repeat`, each scenario runs that many times, and one whose runs differ is
+    flaky (`ok` is False, and it counts the worst it came to): one run of a loop with a race is one throw
+    of its dice. With `service`, one of yours stands in for crashlab's
     (`crashlab.service.yours.YourService`: env, reset, records); the loop then dies only at its own
     crash points.
     """
@@ -142,7 +147,7 @@ def sweep(entry: Entry, effects: Effects, *, name: str = "loop", tracker: Tracke
     if workers > 1:
         sendable(setup)
     return Swept(sweep_setup(setup, RunnerSpec("forked"), depth=depth, share=False, workers=workers, repeat=repeat,
-                             strays_fail=False, baselines=baselines), depth)
+                             strays_fail=False, baselines=baselines), depth, repeat)
 
 
 def sendable(setup: Setup) -> None:
@@ -155,10 +160,13 @@ def sendable(setup: Setup) -> None:
 
 
 def explain(entry: Entry, effects: Effects, scenario: str, *, name: str | None = None,
-            tracker: TrackerMode = "keyed") -> dict[str, Any]:
+            tracker: TrackerMode = "keyed", repeat: int = 1) -> dict[str, Any]:
     """One scenario's story (``NAME:I`` or ``NAME:I:J...``, as `sweep` names them), process by process,
-    each process killed for real again where the scenario says."""
+    each process killed for real again where the scenario says. Run `repeat` times, a flaky scenario's
+    story also holds (``flaky``) every outcome its repeats came to, with how many came to each."""
+    if repeat < 1:
+        raise BadInput("repeat must be at least 1")
     name = name or scenario.partition(":")[0]
     setup = loop(entry, effects, name=name, tracker=tracker)
-    run, calls = find_scenario(scenario, setup.job, {name: setup.variant})
-    return story(run, calls)
+    runs, calls = find_repeats(scenario, setup.job, {name: setup.variant}, repeat)
+    return story(runs[0], calls, runs)

@@ -42,3 +42,13 @@ class Stray(HarnessError):
 
     A sweep of crashlab's own loops fails on it; a sweep of yours may count the scenario as flaky.
     """
+
+
+class Flaky(HarnessError):
+    """A sweep with flaky scenarios: their repeats disagreed, or a process strayed from the run it repeats.
+
+    Its table is printed, each flaky scenario counted by the worst it came to, and then the sweep fails
+    with a harness error's code, as a stray does: what a flaky scenario comes to is the luck of a race,
+    not a count of the loop's design, and a script must not read a table of luck as a verdict (1, a
+    check that did not hold, says the counts are sound and wrong).
+    """

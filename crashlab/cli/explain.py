@@ -7,7 +7,7 @@ import shutil
 
 import click
 
-from crashlab.cli.options import check_handles, job_option, open_job, your_setups
+from crashlab.cli.options import check_handles, job_option, open_job, repeat_option, your_setups
 from crashlab.engine.scenario import ScenarioError, Setup
 from crashlab.errors import BadInput
 from crashlab.job import shown
@@ -24,8 +24,9 @@ from crashlab.runners import RunnerSpec
 @click.option("--effects", "effects_file", metavar="FILE", help="Your loop's effects, as `sweep --effects` took them.")
 @click.option("--tracker", metavar="MODE", help="Your loop's service's mode, as `sweep --tracker` took it.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@repeat_option
 def explain(scenario: str, job_spec: str, loop: str | None, effects_file: str | None, tracker: str | None,
-            fmt: str) -> None:
+            fmt: str, repeat: int) -> None:
     """Tell the story of one SCENARIO, process by process, and its verdict.
 
     SCENARIO is SLUG:I (crash the first process at its I-th point) or SLUG:I:J (also crash the
@@ -34,16 +35,18 @@ def explain(scenario: str, job_spec: str, loop: str | None, effects_file: str | 
     after its point: SLUG+FAULT=VALUE:I~S:J~T. The ID alone says how to run it again.
     A loop that runs only for real (langgraph-plain:14, dbos-plain:2) is killed for real again, and so
     is a loop of yours: `crashlab explain keyed:3 --loop examples/http_loop.py:keyed --effects
-    examples/http_loop.yaml`.
+    examples/http_loop.yaml`. With --repeat N it runs the scenario N times, and for a flaky one (its
+    runs differ) tells every outcome they came to, with how many came to each.
     """
     if loop is not None:
         setups = your_setups(loop, effects_file, tracker, None)
-        run, calls = stories.find_scenario(scenario, setups[0].job, {s.variant.slug: s.variant for s in setups})
+        runs, calls = stories.find_repeats(scenario, setups[0].job, {s.variant.slug: s.variant for s in setups},
+                                           repeat)
     elif effects_file is not None or tracker is not None:
         raise BadInput("--effects and --tracker belong to a loop of yours: give --loop FILE.py:ENTRY too")
     else:
-        run, calls = stories.find_scenario(scenario, open_job(job_spec), VARIANTS)
-    told = stories.story(run, calls)
+        runs, calls = stories.find_repeats(scenario, open_job(job_spec), VARIANTS, repeat)
+    told = stories.story(runs[0], calls, runs)
     click.echo(json.dumps(told, indent=2) if fmt == "json" else stories.render(told))
 
 

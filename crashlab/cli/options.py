@@ -128,6 +128,15 @@ time_limit_option = click.option(
     help="Kill a process that runs for real (--kill, a loop of yours, a framework) after SECONDS, with every "
          "process it started: a restart that hangs is stuck, a first run that hangs fails the sweep.")
 
+#: `--repeat`: runs of each scenario; more than this is a typo, not a search for a race.
+MAX_REPEAT = 100
+
+repeat_option = click.option(
+    "--repeat", type=click.IntRange(1, MAX_REPEAT), default=1, show_default=True, metavar="N",
+    help="Run every scenario N times (re-executed from nothing): a scenario whose runs differ, in what they came "
+         "to or in the points and requests on the way, is flaky. One run of a loop with a race is one throw of "
+         "its dice.")
+
 
 def check_loop(loop: str | None) -> None:
     if loop is not None and loop not in FAMILIES and not yours.is_yours(loop):

@@ -20,6 +20,7 @@ from crashlab.cli.options import (
     fault_options,
     faults_of,
     job_option,
+    repeat_option,
     runner_for,
     time_limit_option,
     variant_options,
@@ -29,7 +30,7 @@ from crashlab.engine.scenario import ScenarioResult, Setup
 from crashlab.engine.sweep import sweep_all
 from crashlab.engine.tree import Row, VariantSweep
 from crashlab.engine.variant import Variant
-from crashlab.errors import BadInput, CheckFailed
+from crashlab.errors import BadInput, CheckFailed, Flaky
 from crashlab.faults import every_setting, servable
 from crashlab.job import Job
 from crashlab.loops import VARIANTS
@@ -86,11 +87,12 @@ LISTS = {
                    "one, that SIGKILLs itself at its crash point, over a world in SQLite and a checkpoint file. "
                    "It re-executes every scenario.")
 @time_limit_option
+@repeat_option
 def sweep(job_spec: str, loop: str | None, variant: str | None, tracker: str | None, effects_file: str | None,
           store: str | None, fmt: str,
           golden_file: str | None, listing: str | None, out: str | None, depth: int, max_scenarios: int,
           replay: bool, workers: int, scheduler: str | None, fault_slugs: tuple[str, ...], kill: bool,
-          time_limit: float,
+          time_limit: float, repeat: int,
           **settings: str | None) -> None:
     """Crash the loop at every point, and its restart at every point, and count the damage.
 
@@ -108,6 +110,8 @@ def sweep(job_spec: str, loop: str | None, variant: str | None, tracker: str | N
       approvals  approval decisions asked of a person (agent loop)
       calls+     model calls beyond the uninterrupted run's
     JSON and CSV carry every count: stuck runs, orphan records and flaky scenarios too.
+    A flaky scenario (--repeat: its runs differ; or, for a loop of yours, a process that strays
+    from the run it repeats) counts the worst it came to, and fails the sweep with exit 3.
     """
     job, variants = choose(job_spec, loop, variant, tracker, effects_file)
     spec = runner_for(variants, kill, store, time_limit)
@@ -115,8 +119,9 @@ def sweep(job_spec: str, loop: str | None, variant: str | None, tracker: str | N
         if len(fault_slugs) > 1 or any(settings.values()):
             raise BadInput("--fault all sweeps every fault at each of its settings: it takes no other --fault, and "
                            "no setting")
-        if listing is not None or golden_file is not None:
-            raise BadInput("--fault all ends with the matrix of worst outcomes: --list and --check take one fault")
+        if listing is not None or golden_file is not None or repeat > 1:
+            raise BadInput("--fault all ends with the matrix of worst outcomes: --list, --check and --repeat take "
+                           "one fault")
         every = variant is None and tracker is None and loop is None  # the matrix: every loop of crashlab's own
         chosen = [v for v in VARIANTS.values() if "in-process" in v.runners] if every else variants
         return every_fault(chosen, job, spec, depth, fmt, out, workers, scheduler, max_scenarios)
@@ -124,8 +129,9 @@ def sweep(job_spec: str, loop: str | None, variant: str | None, tracker: str | N
     expected = golden.read_golden(golden_file) if golden_file is not None else None
     pending = PendingResults(out) if out is not None else None
     try:
-        sweeps = swept([Setup(v, job, faults) for v in variants], spec, depth, not replay, workers, scheduler,
-                       max_scenarios)
+        # A loop of yours that strays is flaky, and shown so; one of crashlab's fails at once (its bug, not yours).
+        sweeps = swept([Setup(v, job, faults) for v in variants], spec, depth, not replay and repeat == 1, workers,
+                       scheduler, max_scenarios, repeat, strays_fail=not all(v.table == "loop" for v in variants))
         rows = [s.row() for s in sweeps]
         columns = columns_for(variants, depth, rows)
         if pending is not None:
@@ -133,7 +139,7 @@ def sweep(job_spec: str, loop: str | None, variant: str | None, tracker: str | N
     finally:
         if pending is not None:
             pending.discard()
-    explaining = replay_command(job_spec, loop, effects_file, tracker)
+    explaining = replay_command(job_spec, loop, effects_file, tracker, repeat)
     if listing is not None:
         echo_listing(every_scenario(sweeps), listing, explaining, fmt)
     else:
@@ -143,6 +149,9 @@ def sweep(job_spec: str, loop: str | None, variant: str | None, tracker: str | N
             echo_windows(every_scenario(sweeps), explaining)
     if out is not None:
         click.echo(f"wrote {sum(r.scenarios for r in rows)} scenarios and the table to {out}/", err=True)
+    if flaky := sum(r.flaky for r in rows):
+        raise Flaky(f"{flaky} flaky scenario{'s' if flaky > 1 else ''}: {'their' if flaky > 1 else 'its'} runs "
+                    "differ, so the table counts the worst each came to (--list flaky names them)")
     if expected is not None:
         differences = golden.compare(rows, expected)
         for line in differences:
@@ -158,7 +167,7 @@ def columns_for(variants: list[Variant], depth: int, rows: list[Row]) -> tables.
 
 
 def swept(setups: list[Setup], spec: RunnerSpec, depth: int, share: bool, workers: int, scheduler: str | None,
-          max_scenarios: int) -> list[VariantSweep]:
+          max_scenarios: int, repeat: int = 1, strays_fail: bool = True) -> list[VariantSweep]:
     """Sweep each setup, with a progress bar on stderr if that is a terminal and it takes a while.
 
     The bar counts scenarios, over every worker. How many there are is known only once the restarts
@@ -168,7 +177,8 @@ def swept(setups: list[Setup], spec: RunnerSpec, depth: int, share: bool, worker
 
     with tqdm(desc="sweep", unit=" scenarios", delay=1.0, file=sys.stderr, disable=not sys.stderr.isatty(),
               leave=False) as bar:
-        return sweep_all(setups, spec, depth, share, workers, scheduler, bar.update, max_scenarios=max_scenarios)
+        return sweep_all(setups, spec, depth, share, workers, scheduler, bar.update, repeat, strays_fail,
+                         max_scenarios=max_scenarios)
 
 
 def every_scenario(sweeps: list[VariantSweep]) -> Iterator[ScenarioResult]:
@@ -177,13 +187,14 @@ def every_scenario(sweeps: list[VariantSweep]) -> Iterator[ScenarioResult]:
 
 
 def replay_command(job_spec: str, loop: str | None, effects_file: str | None,
-                   tracker: str | None) -> Callable[[str], str]:
-    """The command that replays a scenario of this sweep, and tells its story."""
+                   tracker: str | None, repeat: int = 1) -> Callable[[str], str]:
+    """The command that replays a scenario of this sweep, and tells its story (as often as the sweep ran it)."""
     if loop is not None and effects_file is not None and ":" in loop:
         options = f"--loop {shlex.quote(loop)} --effects {shlex.quote(effects_file)}"
         options += f" --tracker {shlex.quote(tracker)}" if tracker is not None else ""
     else:
         options = f"--job {shlex.quote(job_spec)}"
+    options += f" --repeat {repeat}" if repeat > 1 else ""
     return lambda scenario: f"crashlab explain {scenario} {options}"
 
 

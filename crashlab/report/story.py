@@ -10,7 +10,7 @@ it ran under are part of it.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,6 +30,13 @@ def find_scenario(scenario_id: str, job: Job, variants: Mapping[str, Variant]) -
     It runs where its variant can run (in process, or forked for a loop that only runs for real);
     with it, the model calls of the uninterrupted run, which its verdict counts extra calls against.
     """
+    runs, calls = find_repeats(scenario_id, job, variants, 1)
+    return runs[0], calls
+
+
+def find_repeats(scenario_id: str, job: Job, variants: Mapping[str, Variant],
+                 repeat: int) -> tuple[list[ScenarioRun], int]:
+    """`find_scenario`, run `repeat` times: a flaky scenario shows what each of its ways comes to."""
     parsed = parse_scenario_id(scenario_id, variants)
     variant = parsed.variant
     if reason := variant.refuses(job):
@@ -49,12 +56,12 @@ def find_scenario(scenario_id: str, job: Job, variants: Mapping[str, Variant]) -
                 valid = f"points 1..{reached}" if reached else "no points (the run was already finished)"
                 raise ScenarioError(f"the restart of {setup.id(crashes[:k], choices[:k])} on job {job.name} "
                                     f"reaches {valid}: no point {point}")
-        run = runner.scenario(setup, crashes, choices)
+        runs = [runner.scenario(setup, crashes, choices) for _ in range(repeat)]
     for fault in parsed.faults.members:
-        if not fault.acted(run):
+        if not fault.acted(runs[0]):
             raise ScenarioError(f"{scenario_id} on job {job.name}: its {fault.slug} fault never acted in it "
                                 f"({fault.tag} names more than the scenario reaches)")
-    return run, baseline.world.model.calls
+    return runs, baseline.world.model.calls
 
 
 def describe(record: Record) -> str:
@@ -225,8 +232,27 @@ def verdict(run: ScenarioRun, baseline_calls: int) -> dict[str, Any]:
     }
 
 
-def story(run: ScenarioRun, baseline_calls: int) -> dict[str, Any]:
-    """The scenario as data: its processes' events, rendered, and the verdict."""
+def flakiness(runs: Sequence[ScenarioRun], baseline_calls: int) -> dict[str, Any] | None:
+    """How the repeats of one scenario disagreed, or None if they agree in what they did and came to: each
+    outcome they came to, with how many came to it and the verdict of the first that did."""
+    outcomes = [run.outcome(baseline_calls) for run in runs]
+    did_differ = any(run.traces() != runs[0].traces() for run in runs[1:])
+    if not did_differ and all(o == outcomes[0] for o in outcomes):
+        return None
+    ways: list[tuple[ScenarioRun, int]] = []
+    for run, outcome in zip(runs, outcomes, strict=True):
+        k = next((k for k, (way, _) in enumerate(ways) if way.outcome(baseline_calls) == outcome), None)
+        if k is None:
+            ways.append((run, 1))
+        else:
+            ways[k] = (ways[k][0], ways[k][1] + 1)
+    return {"repeats": len(runs), "did_differ": did_differ,
+            "outcomes": [{"times": times, "verdict": verdict(run, baseline_calls)} for run, times in ways]}
+
+
+def story(run: ScenarioRun, baseline_calls: int, repeats: Sequence[ScenarioRun] = ()) -> dict[str, Any]:
+    """The scenario as data: its processes' events, rendered, and the verdict; with `repeats` (every run of
+    it, `run` first), how they disagreed, if they did (`flaky`): every outcome they came to."""
     setup, processes = run.setup, []
     for process in range(1, run.points.process + 1):
         events = [e for e in run.points.events if e.process == process]
@@ -253,6 +279,7 @@ def story(run: ScenarioRun, baseline_calls: int) -> dict[str, Any]:
         ],
         "processes": processes,
         "verdict": verdict(run, baseline_calls),
+        "flaky": flakiness(repeats, baseline_calls) if len(repeats) > 1 else None,
     }
 
 
@@ -288,4 +315,23 @@ def render(told: dict[str, Any]) -> str:
         f"  asks: {v['asks']}   approvals: {v['approvals']}   extra model calls: {v['calls_plus']}",
         *(f"  why: {text}" for text in v["why"]),
     ]
+    if flaky := told.get("flaky"):
+        n, ways = flaky["repeats"], flaky["outcomes"]
+        if len(ways) == 1:
+            out += ["", f"flaky: its {n} repeats did different things (their crash points or requests differ), and "
+                        "all came to the verdict above"]
+        else:
+            did = "did different things and " if flaky["did_differ"] else ""
+            out += ["", f"flaky: its {n} repeats {did}came to {len(ways)} outcomes (the story above is the first's):",
+                    *(f"  {way['times']} of {n}: {brief(way['verdict'])}" for way in ways)]
     return "\n".join(out)
+
+
+def brief(v: dict[str, Any]) -> str:
+    """A verdict in one line: what a flaky scenario's repeats came to, side by side."""
+    dups = ", ".join(f"{call} ×{extra + 1}" for call, extra in v["duplicates"].items())
+    parts = [f"duplicates {dups or 'none'}", f"missing {', '.join(v['missing']) or 'none'}"]
+    parts += [f"wrong {', '.join(v['wrong'])}"] if v["wrong"] else []
+    parts += [f"orphans {v['orphans']}"] if v["orphans"] else []
+    parts += ["stuck"] if v["stuck"] else []
+    return "; ".join([*parts, f"asks {v['asks']}, extra model calls {v['calls_plus']}"])
