@@ -71,8 +71,9 @@ def test_sweep_fault_all_sweeps_every_setting_and_writes_the_matrix(cli, tmp_pat
 
 
 def test_sweep_fault_all_refuses_what_only_one_fault_takes(cli):
-    for args, problem in ((["--list", "dups"], "--list and --check take one fault"),
-                          (["--check", "results/book.txt"], "--list and --check take one fault"),
+    for args, problem in ((["--list", "dups"], "--list, --check and --repeat take one fault"),
+                          (["--check", "results/book.txt"], "--list, --check and --repeat take one fault"),
+                          (["--repeat", "2"], "--list, --check and --repeat take one fault"),
                           (["--sync", "file"], "it takes no other --fault, and no setting"),
                           (["--drift", "ids"], "it takes no other --fault, and no setting"),
                           (["--kill"], "needs world-in-memory, which the forked runner (--kill) does not offer")):
