@@ -43,6 +43,6 @@ if __name__ == "__main__":
         result = sweep(partial(triage, keyed=keyed), ["A", "B", "C"], name="keyed" if keyed else "plain", depth=2)
         row = result.row()
         print(f"{result.name}: {row.scenarios} scenarios, {row.with_dups} with dups, {row.dups} dups, "
-              f"{row.missing} missing, {row.flaky} flaky")
+              f"{row.missing} missing, {row.flaky} flaky, {row.windows} failure windows")
         for line in result.failures()[:3]:
             print("  ", line)

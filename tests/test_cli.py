@@ -33,9 +33,9 @@ def test_csv_has_a_header_and_one_row_per_variant(cli):
     code, out, _ = cli("sweep", "--variant", "keys", "--format", "csv")
     assert code == 0
     assert out.splitlines() == [
-        "variant,name,faults,setting,points,once,twice,uncrashed,scenarios,distinct,with_dups,dups,missing,wrong,"
-        "asks,approvals,calls_plus,stuck,orphans,flaky",
-        "keys,+ idempotency keys,crash,,34,34,654,0,688,47,0,0,0,0,0,0,234,0,0,0",
+        "variant,name,faults,setting,points,once,twice,uncrashed,scenarios,distinct,windows,with_dups,dups,missing,"
+        "wrong,asks,approvals,calls_plus,stuck,orphans,flaky",
+        "keys,+ idempotency keys,crash,,34,34,654,0,688,47,0,0,0,0,0,0,0,234,0,0,0",
     ]
 
 
@@ -82,7 +82,7 @@ def test_the_agent_sweep_and_its_own_errors(cli):
     rows = json.loads(out)
     assert [r["variant"] for r in rows] == ["agent-keyed", "agent-lookup"]
     assert set(rows[0]) == {"variant", "name", "faults", "setting", "points", "once", "twice", "scenarios",
-                            "by_depth", "distinct", "uncrashed", "with_dups", "dups", "missing", "wrong", "asks",
+                            "by_depth", "distinct", "windows", "uncrashed", "with_dups", "dups", "missing", "wrong", "asks",
                             "approvals", "calls_plus", "stuck", "orphans", "flaky"}
     code, _, err = cli("sweep", "--loop", "agent", "--tracker", "sometimes")
     assert code == 2 and "unknown tracker 'sometimes' (valid: all, keyed, keyless, lookup, fencing)" in err

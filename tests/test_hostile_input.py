@@ -338,8 +338,8 @@ def test_one_vocabulary_of_variants_for_every_command(cli):
     assert code == 0 and [r["variant"] for r in json.loads(out)] == ["agent-keyed"]
     assert "approvals" in json.loads(out)[0]  # any agent variant brings the agent table's columns
     code, csv, _ = cli("sweep", "--variant", "keys", "--format", "csv", "--job", "read-only")
-    assert csv.splitlines()[0] == ("variant,name,faults,setting,points,once,twice,uncrashed,scenarios,distinct,with_dups,"
-                                   "dups,missing,wrong,asks,approvals,calls_plus,stuck,orphans,flaky")
+    assert csv.splitlines()[0] == ("variant,name,faults,setting,points,once,twice,uncrashed,scenarios,distinct,windows,"
+                                   "with_dups,dups,missing,wrong,asks,approvals,calls_plus,stuck,orphans,flaky")
     assert cli("sweep", "--tracker", "keyed", "--format", "json", "--job", "read-only")[1] == out
     assert cli("explain", "agent-keyed:9")[0] == cli("points", "agent-keyed")[0] == 0
 

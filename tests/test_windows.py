@@ -5,14 +5,20 @@ same choices) whose scenarios fail the same way. A passing scenario, a different
 ends it; every failing scenario lands in exactly one window, and a passing one in none.
 """
 
+from dataclasses import dataclass, replace
 from functools import partial
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import crashlab
 from crashlab.api import sweep
 from crashlab.check.outcome import Outcome, flaky_outcome
-from crashlab.engine.scenario import ScenarioResult, scenario_id
+from crashlab.engine.scenario import ScenarioResult, Setup, scenario_id
+from crashlab.engine.sweep import sweep as sweep_setup
+from crashlab.loops import VARIANTS
+from crashlab.loops.designs import DESIGNS, DesignLoop
 from crashlab.report.windows import Window, describe, windows
 
 from .test_api import EFFECTS, example
@@ -183,3 +189,39 @@ def test_a_real_sweep_windows_exactly_its_failing_scenarios():
         f"{effect} made twice when the process dies anywhere from `accepted#{k}` to `written#{k}` "
         f"(3 scenarios, plain:{4 * k - 3} to plain:{4 * k - 1}); replay: crashlab explain plain:{4 * k - 3}"
         for k, effect in enumerate(EFFECTS, start=1)]
+
+
+class LogsAfterEachCall(DesignLoop):
+    """The after-reply design, passing `noops` crash points where nothing durable happens (a log line) after
+    each call returns: between the tracker's commit and the save, where a death duplicates."""
+
+    noops = 0
+
+    def make_call(self, call, results):
+        made = super().make_call(call, results)
+        for _ in range(self.noops):
+            crashlab.point("logged")
+        return made
+
+
+@dataclass(frozen=True)
+class Logging:
+    """The entry point of the after-reply design marked `noops` times more densely."""
+
+    noops: int
+
+    def __call__(self, run):
+        loop = LogsAfterEachCall(DESIGNS["after-reply"], run)
+        loop.noops = self.noops
+        loop.run()
+
+
+@pytest.mark.parametrize("share", [True, False])
+def test_the_windows_count_does_not_grow_with_how_densely_a_loop_is_marked(triage, share):
+    """The scenarios and duplicates grow with each no-op point; the windows and distinct states do not."""
+    rows = [sweep_setup(Setup(replace(VARIANTS["after-reply"], slug=f"logs-{n}", entry=Logging(n)), triage),
+                        share=share).row() for n in (0, 1, 3)]
+    assert rows[0].scenarios < rows[1].scenarios < rows[2].scenarios
+    assert rows[0].dups < rows[1].dups < rows[2].dups
+    assert rows[0].windows == rows[1].windows == rows[2].windows > 0
+    assert rows[0].distinct == rows[1].distinct == rows[2].distinct

@@ -68,6 +68,18 @@ def flaky_outcome(outcomes: Sequence[Outcome]) -> Outcome:
                    seen=tuple(zip(distinct, times, strict=True)))
 
 
+#: How a scenario failed, compared exactly: (dups, missing, wrong, orphans, stuck, flaky).
+Failure = tuple[tuple[tuple[str, int], ...], tuple[str, ...], tuple[str, ...], int, int, int]
+
+
+def failure(outcome: Outcome) -> Failure | None:
+    """How a scenario failed, or None if it did not: asked questions and extra model calls alone are no failure."""
+    o = outcome
+    if not (o.dups or o.missing or o.wrong or o.orphans or o.stuck or o.flaky):
+        return None
+    return tuple(sorted(o.dups.items())), o.missing, o.wrong, o.orphans, o.stuck, o.flaky
+
+
 def column(head: str, means: str) -> dict[str, str]:
     return {"head": head, "means": means}
 

@@ -102,6 +102,9 @@ def sweep(job_spec: str, loop: str | None, variant: str | None, tracker: str | N
                  (the agent table calls them points, and counts all scenarios)
       twice      double-crash scenarios: the restart crashed too, at each point it reached
       distinct   distinct durable states the scenarios' last crashes left
+      windows    failure windows, each once: spans of consecutive crash points that fail
+                 alike (not in the book's own table). Quote these two: unlike the
+                 scenario counts, they do not grow with how densely a loop is marked
       with dups  scenarios that left at least one duplicate in the tracker
       dups       duplicate records, copies beyond the first
       missing    changing calls that left no record at all

@@ -17,7 +17,7 @@ from itertools import zip_longest
 from operator import attrgetter
 from typing import TYPE_CHECKING
 
-from crashlab.check.outcome import COUNT_KEYS, Counts, Outcome, flaky_outcome
+from crashlab.check.outcome import COUNT_KEYS, Counts, Failure, Outcome, failure, flaky_outcome
 from crashlab.engine.death import Choice, Left
 from crashlab.engine.points import named
 from crashlab.engine.scenario import (
@@ -290,6 +290,7 @@ class Row(Counts):
     by_depth: tuple[int, ...]  # scenarios by number of crashes, from one
     uncrashed: int = 0  # scenarios with no crash at all
     distinct: int  # distinct durable states the scenarios' last crashes left: the restarts that had to run
+    windows: int  # failure windows, each once (`VariantSweep.windows`): what does not grow with marking
 
     @property
     def once(self) -> int:
@@ -358,7 +359,7 @@ class VariantSweep:
         settings = ", ".join(f.said for f in faults.members if f.said)
         return Row(**t.counts(), variant=self.setup.variant.slug, name=self.setup.variant.name, faults=faults.name,
                    setting=settings, points=self.points, by_depth=t.by_depth, uncrashed=t.uncrashed,
-                   distinct=self.distinct())
+                   distinct=self.distinct(), windows=self.windows())
 
     def scenarios(self) -> Iterator[ScenarioResult]:
         """Every scenario, in order: ``I``, then ``I:1``, its own scenarios below, ``I:2``, and so on."""
@@ -367,21 +368,64 @@ class VariantSweep:
         kept = [s for tree in self.trees for s in self._walk(tree) if tree.faults.keeps(s)]
         return iter(sorted(kept, key=lambda s: (s.crashes, s.id)))
 
+    def windows(self) -> int:
+        """Failure windows: spans of consecutive crash points of one process (after the same deaths, in the same
+        state each left) whose scenarios fail the same way, as `crashlab.report.windows` tells them; a process
+        that starts from a state another process of its depth started from has the same windows, and they
+        count once.
+
+        A crash point marked where nothing durable happens (a log line) adds a scenario the same as its
+        neighbour's, and a restart from the same state as its neighbour's: the scenarios grow with how densely
+        a loop is marked, the windows do not.
+        """
+        total = 0
+        for tree in self.trees:
+            visited: set[tuple[bytes, int]] = set()
+
+            def walk(life: Life, path: _Path, tree: Tree = tree, visited: set[tuple[bytes, int]] = visited) -> None:
+                nonlocal total
+                if (life.state, len(path[0])) in visited:
+                    return
+                visited.add((life.state, len(path[0])))
+                last: dict[Choice, tuple[int, Failure | None]] = {}  # per state a death leaves: its last fork
+                for result, nxt, further in self._forks(tree, life, path):
+                    if self.varied and not tree.faults.keeps(result):
+                        continue
+                    j, choice, failed = result.crashes[-1], further[1][-1], failure(result.outcome)
+                    total += failed is not None and last.get(choice) != (j - 1, failed)
+                    last[choice] = (j, failed)
+                    walk(nxt, further)
+
+            walk(tree.root, ((), (), (), 0, 0))
+            total += tree.counts_root and failure(tree.root.outcome) is not None
+        return total
+
     def _walk(self, tree: Tree) -> Iterator[ScenarioResult]:
         slug, tags = self.setup.variant.slug, tree.faults.tag
 
-        def walk(life: Life, crashes: tuple[int, ...], choices: tuple[Choice, ...], points: tuple[str, ...],
-                 hits: int, saves: int) -> Iterator[ScenarioResult]:
-            names = named(life.labels)
-            for (j, choice), nxt in zip(life.forks, life.after, strict=True):
-                path, chosen, crashed = (*crashes, j), (*choices, choice), (*points, names[j - 1])
-                h, s = hits + j, saves + life.saves_by[j - 1]
-                on = chosen if any(chosen) else ()
-                yield ScenarioResult(scenario_id(slug, tags, path, on), slug, path, crashed, nxt.outcome, h + nxt.hits,
-                                     s + nxt.saves, on)
-                yield from walk(nxt, path, chosen, crashed, h, s)
+        def walk(life: Life, path: _Path) -> Iterator[ScenarioResult]:
+            for result, nxt, further in self._forks(tree, life, path):
+                yield result
+                yield from walk(nxt, further)
 
         root = tree.root
         if tree.counts_root:
             yield ScenarioResult(scenario_id(slug, tags, ()), slug, (), (), root.outcome, root.hits, root.saves)
-        yield from walk(root, (), (), (), 0, 0)
+        yield from walk(root, ((), (), (), 0, 0))
+
+    def _forks(self, tree: Tree, life: Life, path: _Path) -> Iterator[tuple[ScenarioResult, Life, _Path]]:
+        """The scenarios that crash `life`, reached by `path`: each with the life after its crash, and its path."""
+        slug, tags = self.setup.variant.slug, tree.faults.tag
+        crashes, choices, points, hits, saves = path
+        names = named(life.labels)
+        for (j, choice), nxt in zip(life.forks, life.after, strict=True):
+            further = ((*crashes, j), (*choices, choice), (*points, names[j - 1]), hits + j,
+                       saves + life.saves_by[j - 1])
+            on = further[1] if any(further[1]) else ()
+            yield ScenarioResult(scenario_id(slug, tags, further[0], on), slug, further[0], further[2], nxt.outcome,
+                                 further[3] + nxt.hits, further[4] + nxt.saves, on), nxt, further
+
+
+#: How a scenario was reached: its crashes, the choice each death left, each crash's point, and the
+#: crash points and saves its processes passed before its last life.
+_Path = tuple[tuple[int, ...], tuple[Choice, ...], tuple[str, ...], int, int]

@@ -38,18 +38,22 @@ HEADS: dict[str, str] = {
     "points": "points",
     "scenarios": "scenarios",
     "distinct": "distinct",
+    "windows": "windows",
     "uncrashed": "no crash",
     **COUNT_HEADS,
 }
 
 #: Each table's columns at depth 2: the book's (whose first seven cells the book prints), the agent's
-#: (with approvals, and the sum of the scenarios after the depths), and a loop of yours.
+#: (with approvals, and the sum of the scenarios after the depths), and a loop of yours. Beside the
+#: scenario counts, which grow with how densely a loop is marked, each shows the distinct states and
+#: the failure windows, which do not; the book's own table prints the book's cells, and shows the
+#: windows only under a fault (`columns_for`).
 COLUMNS: dict[Table, Columns] = {
     "book": ("once", "twice", "distinct", "with_dups", "dups", "missing", "wrong", "asks", "calls_plus"),
-    "agent": ("points", "twice", "scenarios", "distinct", "with_dups", "dups", "missing", "wrong", "asks",
+    "agent": ("points", "twice", "scenarios", "distinct", "windows", "with_dups", "dups", "missing", "wrong", "asks",
               "approvals", "calls_plus"),
-    "loop": ("points", "twice", "scenarios", "distinct", "with_dups", "dups", "missing", "orphans", "stuck", "asks",
-             "calls_plus", "flaky"),
+    "loop": ("points", "twice", "scenarios", "distinct", "windows", "with_dups", "dups", "missing", "orphans", "stuck",
+             "asks", "calls_plus", "flaky"),
 }
 #: The columns that count scenarios by depth: the ones a table of another depth has more or fewer of.
 _DEPTH_KEYS = {"once", "points", "twice"}
@@ -62,6 +66,9 @@ def columns_for(tables: Sequence[Table], depth: int = 2, uncrashed: bool = False
     crash are no longer the crash points of the uninterrupted run, so a table shows them by their name."""
     table: Table = tables[0] if len(set(tables)) == 1 else "agent"
     columns = COLUMNS[table]
+    if faulted and "windows" not in columns:  # the book's columns, in a table that is not the book's
+        at = columns.index("distinct") + 1
+        columns = (*columns[:at], "windows", *columns[at:])
     first, rest = "once" if faulted else columns[0], [c for c in columns[1:] if c not in _DEPTH_KEYS]
     deeper = [depth_key(k) for k in range(2, depth + 1)]
     return (*(["uncrashed"] if uncrashed else []), first, *deeper, *rest)
@@ -75,10 +82,10 @@ def cell(row: Row, key: str) -> Any:
 
 def record_keys(columns: Columns) -> list[str]:
     """The fields of a row as data, the same for every fault and every table of one depth: the crash points,
-    the scenarios by number of crashes, their sum, the distinct states, then every count."""
+    the scenarios by number of crashes, their sum, the distinct states, the failure windows, then every count."""
     depths = [key for key in columns if key.startswith("crashed") or key == "twice"]
     return ["variant", "name", "faults", "setting", "points", "once", *depths, "uncrashed", "scenarios", "distinct",
-            *COUNT_KEYS]
+            "windows", *COUNT_KEYS]
 
 
 def records(rows: Sequence[Row], columns: Columns) -> list[dict[str, Any]]:

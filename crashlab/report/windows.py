@@ -16,12 +16,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from crashlab.check.outcome import Outcome
+from crashlab.check.outcome import Failure, Outcome, failure
 from crashlab.engine.death import Choice
 from crashlab.engine.scenario import ScenarioResult, scenario_id
 
-#: How a scenario failed, compared exactly: (dups, missing, wrong, orphans, stuck, flaky).
-Failure = tuple[tuple[tuple[str, int], ...], tuple[str, ...], tuple[str, ...], int, int, int]
 #: Which scenarios may share a window: the variant and faults, the earlier crashes, and every choice.
 Group = tuple[str, tuple[int, ...], tuple[Choice, ...]]
 
@@ -40,14 +38,6 @@ class Window:
     #: A window at one crash point may span instead the states its death leaves (where a late request
     #: lands): their choices, "~1 to ~13"; "" for a span of crash points.
     states: str = ""
-
-
-def failure(outcome: Outcome) -> Failure | None:
-    """How a scenario failed, or None if it did not: asked questions and extra model calls alone are no failure."""
-    o = outcome
-    if not (o.dups or o.missing or o.wrong or o.orphans or o.stuck or o.flaky):
-        return None
-    return tuple(sorted(o.dups.items())), o.missing, o.wrong, o.orphans, o.stuck, o.flaky
 
 
 def said(outcome: Outcome) -> str:
