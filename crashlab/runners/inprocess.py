@@ -11,6 +11,7 @@ snapshot taken where the death would be, which is exactly what a SIGKILL there l
 from __future__ import annotations
 
 import atexit
+import os
 import shutil
 import tempfile
 import threading
@@ -60,6 +61,7 @@ class InProcess:
         if len(crashes) > faults.depth(len(crashes)):
             raise ValueError(f"under {faults.name} a scenario crashes at most {faults.depth(len(crashes))} times")
         points = Recorder(crashes, setup.id(crashes, choices))
+        before = Leftovers.now()
         world, store = self.build(setup, points, None)
         start, stuck, left = None, None, []
         deaths: list[list[Iterable[Left]]] = []
@@ -78,6 +80,7 @@ class InProcess:
             left.append(start.what)
             if start.rebuild:
                 world, store = self.build(setup, points, start)
+        Leftovers.now().check(before, points)
         return self._ended(setup, crashes, choices, points, world, store, start, stuck, tuple(left),
                            deaths if watch else None)
 
@@ -89,7 +92,9 @@ class InProcess:
         if watch:
             points.observers.append(lambda: deaths.append(setup.faults.left(Death(world, store, points))))
         points.start_process()
+        before = Leftovers.now()
         returned, stuck = self._live(setup, world, store, points)
+        Leftovers.now().check(before, points)
         check_death(points, returned, stuck)
         left = (start.what,) if start and start.what else ()
         return self._ended(setup, crashes, choices, points, world, store, start, stuck, left, deaths if watch else None)
@@ -122,22 +127,15 @@ class InProcess:
 
     @staticmethod
     def _live(setup: Setup, world: World, store: Store, points: Recorder) -> tuple[bool, str | None]:
-        """Run one process: whether it returned, and why it could not start if its checkpoint was unreadable.
-
-        A process here is a call, and its death an exception: nothing it started in the background
-        dies with it. So a life that leaves a thread or a child process running, or an atexit
-        handler to run, is refused (`Leftovers`): what those did after its death would be counted."""
-        before = Leftovers.now()
+        """Run one process: whether it returned, and why it could not start if its checkpoint was unreadable."""
         with recording(points):
             try:
                 setup.variant.entry(Run(setup.job, world, store, None, points.process, points))
-                returned, stuck = True, None
+                return True, None
             except Crash:
-                returned, stuck = False, None
+                return False, None
             except CheckpointError as error:
-                returned, stuck = False, str(error)
-        Leftovers.now().check(before, points)
-        return returned, stuck
+                return False, str(error)
 
     @staticmethod
     def _ended(setup: Setup, crashes: tuple[int, ...], choices: tuple[Choice, ...], points: Recorder, world: World,
@@ -152,7 +150,13 @@ class InProcess:
 
 @dataclass(frozen=True)
 class Leftovers:
-    """What runs beside this process, or after it: its threads, its child processes, its atexit handlers."""
+    """What runs beside this process, or after it: its threads, its child processes, its atexit handlers.
+
+    A process here is a call, and its death an exception: nothing it started in the background dies
+    with it. So a scenario whose processes leave a thread or a child process running, or an atexit
+    handler to run, is refused: what those did after a death would be counted. It is checked once a
+    scenario (once a life, where lives are shared), not at each process: it costs microseconds, and
+    a sweep that re-executes every scenario lives hundreds of thousands of processes."""
 
     threads: frozenset[int]
     children: frozenset[int]
@@ -165,7 +169,7 @@ class Leftovers:
 
     def check(self, before: Leftovers, points: Recorder) -> None:
         """Refuse, as a `HarnessError`, what the life since `before` left behind."""
-        where = f"{points.scenario}: process {points.process}"
+        where = points.scenario
         why = "in process no death stops it, so what it does after one would be counted: sweep the loop forked (--kill)"
         if threads := self.threads - before.threads:
             names = ", ".join(sorted(t.name for t in threading.enumerate() if t.ident in threads))
@@ -179,13 +183,24 @@ class Leftovers:
 
 
 def _children() -> frozenset[int]:
-    """The pids of this process's living children, whichever of its threads started them (Linux's /proc)."""
+    """The pids of this process's living children, whichever of its threads started them (Linux's /proc).
+
+    Plain `os` calls, not `pathlib`: it runs twice in every life, and a sweep re-executing every
+    scenario lives hundreds of thousands."""
     found: set[int] = set()
-    for task in Path("/proc/self/task").glob("*"):
+    try:
+        tasks = os.listdir("/proc/self/task")
+    except OSError:
+        return frozenset()  # no /proc: nothing to look at
+    for task in tasks:
         try:
-            found.update(int(pid) for pid in (task / "children").read_text().split())
+            fd = os.open(f"/proc/self/task/{task}/children", os.O_RDONLY)
         except OSError:
             continue  # a thread that ended, or a kernel without the children file
+        try:
+            found.update(int(pid) for pid in os.read(fd, 1 << 16).split())
+        finally:
+            os.close(fd)
     return frozenset(found)
 
 
