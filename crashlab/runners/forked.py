@@ -17,7 +17,6 @@ its story; they count nothing.
 from __future__ import annotations
 
 import os
-import select
 import shutil
 import signal
 import tempfile
@@ -40,7 +39,7 @@ from crashlab.engine.scenario import ScenarioRun, Setup, check_death, check_fini
 from crashlab.engine.variant import RunnerKind
 from crashlab.errors import HarnessError
 from crashlab.runners import TIME_LIMIT
-from crashlab.runners.group import Child
+from crashlab.runners.group import Child, Hung
 from crashlab.runners.served import RUN_DIR, SCRATCH, LoopFailed, Outside, Services
 from crashlab.world import World, WorldState
 from crashlab.world.sqlite import (
@@ -66,10 +65,6 @@ def die(group: bool = False) -> None:
     if group:
         os.killpg(0, signal.SIGKILL)
     os.kill(os.getpid(), signal.SIGKILL)
-
-
-class Hung(HarnessError):
-    """A process of a scenario ran past its time limit: the harness killed it, with all it started."""
 
 
 class KillingRecorder(Recorder):
@@ -260,10 +255,10 @@ def forked(body: Callable[[Callable[[bytes], None]], None], limit: float = TIME_
         finally:
             os._exit(status)
     os.close(write)
-    child = Child(pid)
+    child = Child(pid, limit)
     try:
         said = bytearray()
-        is_open = _heard(read, child, limit, said)
+        is_open = _heard(read, child, said)
         status = child.reap()  # what it left running dies here, before its last words are read
         if is_open:
             os.set_blocking(read, False)
@@ -278,17 +273,14 @@ def forked(body: Callable[[Callable[[bytes], None]], None], limit: float = TIME_
     return status, bytes(said)
 
 
-def _heard(read: int, child: Child, limit: float, said: bytearray) -> bool:
+def _heard(read: int, child: Child, said: bytearray) -> bool:
     """Take what the child writes down the pipe until it ends; whether the pipe is still open. The child's end
     is watched, not the pipe's: a helper that inherited the pipe may hold it open after the child is gone."""
-    deadline, is_open = time.monotonic() + limit, True
+    is_open = True
     ended = os.pidfd_open(child.pid)
     try:
         while True:
-            left = deadline - time.monotonic()
-            ready = select.select([read, ended] if is_open else [ended], [], [], left)[0] if left > 0 else []
-            if not ready:
-                raise Hung(f"hung: it ran past its time limit of {limit:g} s (--time-limit), and was killed")
+            ready = child.ready([read, ended] if is_open else [ended])
             if ended in ready:
                 return is_open
             chunk = os.read(read, 1 << 16)

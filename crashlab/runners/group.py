@@ -9,10 +9,19 @@ a signal to the group can never reach another scenario's process that happens to
 
 from __future__ import annotations
 
+import math
 import os
+import select
 import signal
+import time
 from contextlib import suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from crashlab.errors import HarnessError
+
+
+class Hung(HarnessError):
+    """A process of a scenario ran past its time limit: the harness killed it, with all it started."""
 
 
 @dataclass
@@ -20,11 +29,23 @@ class Child:
     """The harness's handle on one forked process that leads its own group (it called ``os.setpgid(0, 0)``)."""
 
     pid: int
+    limit: float = math.inf  # seconds it may run, from now
     status: int | None = None  # its wait status, once reaped
+    deadline: float = field(init=False)
 
     def __post_init__(self) -> None:
+        self.deadline = time.monotonic() + self.limit
         with suppress(PermissionError, ProcessLookupError):  # the child may have done it already, or be gone
             os.setpgid(self.pid, self.pid)  # so the group exists before the harness signals it
+
+    def ready(self, fds: list[int]) -> list[int]:
+        """The descriptors of `fds` ready to read, waiting for one as long as the child's time allows; `Hung`
+        once it has run past its limit (the caller kills it)."""
+        left = self.deadline - time.monotonic()
+        ready = select.select(fds, [], [], left)[0] if left > 0 else []
+        if not ready:
+            raise Hung(f"hung: it ran past its time limit of {self.limit:g} s (--time-limit), and was killed")
+        return ready
 
     def kill(self) -> None:
         """SIGKILL the whole group, the leader too, unless the leader is already reaped."""

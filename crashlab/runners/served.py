@@ -21,7 +21,6 @@ import select
 import shutil
 import socket
 import tempfile
-import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from itertools import count
@@ -37,7 +36,7 @@ from crashlab.engine.scenario import Setup
 from crashlab.errors import HarnessError
 from crashlab.faults import Serving
 from crashlab.runners import TIME_LIMIT
-from crashlab.runners.group import Child
+from crashlab.runners.group import Child, Hung
 from crashlab.service import control
 from crashlab.service.process import ServiceProcess
 from crashlab.service.yours import YourService, state_of
@@ -95,16 +94,18 @@ def live_served(setup: Setup, points: Recorder, directory: Path, service: Servic
         finally:
             os._exit(status)
     theirs.close()
-    child = Child(pid)
+    child = Child(pid, limit)
     try:
-        return _watch(points, child, ours, service.control, dies, landing, time.monotonic() + limit, limit)
+        return _watch(points, child, ours, service.control, dies, landing)
+    except Hung as hung:
+        raise LoopFailed(f"{points.scenario}: process {points.process}", str(hung)) from None
     finally:
         child.end()
         ours.close()
 
 
 def _watch(points: Recorder, child: Child, loop: socket.socket, service: socket.socket, dies: bool,
-           landing: Landing | None, deadline: float, limit: float) -> bool:
+           landing: Landing | None) -> bool:
     """Take every event of the loop and the service until the loop's process ends, and kill it where told."""
     where = Where()
     target = points.crash_at[points.process - 1] if points.process <= len(points.crash_at) else 0
@@ -143,12 +144,8 @@ def _watch(points: Recorder, child: Child, loop: socket.socket, service: socket.
         return None
 
     while True:
-        left = deadline - time.monotonic()
-        ready = select.select([loop, service], [], [], left)[0] if left > 0 else []
-        if not ready:
-            raise LoopFailed(scenario, f"hung: it ran past its time limit of {limit:g} s (--time-limit), and was "
-                                       "killed")
-        if service in ready:
+        ready = child.ready([loop.fileno(), service.fileno()])
+        if service.fileno() in ready:
             while select.select([loop], [], [], 0)[0]:  # what the loop told before it made the request
                 if (ended := from_loop()) is not None:
                     return ended
