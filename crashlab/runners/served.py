@@ -27,7 +27,6 @@ from itertools import count
 from pathlib import Path
 from typing import Any
 
-from crashlab.check.effects import attribute
 from crashlab.durable.store import FileStore
 from crashlab.engine.death import Choice, Left, NoSuchChoice
 from crashlab.engine.points import Crash, Event, Recorder, Where, recording
@@ -40,7 +39,8 @@ from crashlab.runners.group import Child, Hung
 from crashlab.service import control
 from crashlab.service.process import ServiceProcess
 from crashlab.service.yours import YourService, state_of
-from crashlab.world import Record, World, WorldState
+from crashlab.world import World, WorldState
+from crashlab.world.remote import served_records
 
 #: The run directory, for a loop that keeps files of its own: in the environment of each of its processes.
 RUN_DIR = "CRASHLAB_RUN_DIR"
@@ -211,11 +211,8 @@ def _child(setup: Setup, scenario: str, process: int, directory: Path, line: soc
 
 def served_world(setup: Setup, state: Mapping[str, Any]) -> WorldState:
     """What the service holds, as the world's state: each record tagged with the effect it is."""
-    records = [Record(r["kind"], r["number"], "", r["key"], r["issue"],
-                      f"{r['title']}\n{r['body']}" if r["kind"] == "issue" else r["body"])
-               for r in state["records"]]
-    effects = setup.variant.recognised(setup.job)
-    return WorldState(attribute(records, effects), (), (), (), state["asks"], state["approvals"], (), (),
+    records = served_records(state["records"], setup.variant.recognised(setup.job))
+    return WorldState(tuple(records), (), (), (), state["asks"], state["approvals"], (), (),
                       state["model_calls"], ())
 
 

@@ -75,6 +75,13 @@ def served_mode(url: str) -> str:
     return str(call(url.rstrip("/"), "GET", "/_crashlab/state").body.get("tracker"))
 
 
+def served_records(records: list[dict[str, Any]], effects: tuple[Effect, ...]) -> list[Record]:
+    """The service's records (its ``/_crashlab/state``), each attributed to the effect it is."""
+    held = [Record(r["kind"], r["number"], "", r["key"], r["issue"],
+                   f"{r['title']}\n{r['body']}" if r["kind"] == "issue" else r["body"]) for r in records]
+    return list(attribute(held, effects))
+
+
 class RemoteTracker(Modes):
     """The tracker at `url`, in `mode`, which must be the service's own: a run does not change its rules."""
 
@@ -96,10 +103,7 @@ class RemoteTracker(Modes):
     @property
     def records(self) -> list[Record]:
         """The service's records, each attributed to the job's call that means it."""
-        held = [Record(r["kind"], r["number"], "", r["key"], r["issue"],
-                       f"{r['title']}\n{r['body']}" if r["kind"] == "issue" else r["body"])
-                for r in self.state()["records"]]
-        return list(attribute(held, self.effects))
+        return served_records(self.state()["records"], self.effects)
 
     def request(self, call: Call, args: dict[str, Any], key: str | None = None) -> int:
         """Send a changing request; the service commits it before it answers, and a death after that is at
