@@ -12,6 +12,7 @@ import json
 import os
 import signal
 import sqlite3
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -102,9 +103,18 @@ def test_links_are_refused(ops: Passthrough) -> None:
 needs_fuse = pytest.mark.skipif(bool(unusable()), reason=f"FUSE is not usable here: {unusable()}")
 
 
-def mounts() -> list[str]:
+@pytest.fixture(autouse=True)
+def own_temp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test's layers mount under its own tmp_path, so a test counts its own mounts, never those of a test
+    running beside it on another worker."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+
+
+def mounts(under: Path) -> list[str]:
+    """The power-cut layers mounted under `under`."""
     with open("/proc/mounts") as table:
-        return [line.split()[1] for line in table if "crashlab-layer-" in line.split()[1]]
+        points = [line.split()[1] for line in table]
+    return [point for point in points if point.startswith(str(under)) and "crashlab-layer-" in point]
 
 
 @pytest.fixture
@@ -114,7 +124,7 @@ def layer(tmp_path: Path) -> Iterator[Layer]:
     (backing / "old").write_bytes(b"durable")
     with Layer.over(backing) as mounted:
         yield mounted
-    assert mounts() == []  # nothing left mounted, whatever the test did
+    assert mounts(tmp_path) == []  # nothing left mounted, whatever the test did
 
 
 def killed_after(body: Callable[[], None]) -> None:
@@ -242,7 +252,7 @@ def rows_of(cli: Callable[..., tuple[int, str, str]], loop: str, *fault: str) ->
 
 @pytest.mark.slow
 @needs_fuse
-def test_a_loop_that_syncs_its_progress_comes_through_a_power_cut_as_through_a_kill(cli) -> None:
+def test_a_loop_that_syncs_its_progress_comes_through_a_power_cut_as_through_a_kill(cli, tmp_path: Path) -> None:
     """The HTTP loop saves with fsync, rename and a directory fsync: the cut takes nothing from it."""
     loop = "examples/http_loop.py:plain,keyed"
     killed, cut = rows_of(cli, loop), rows_of(cli, loop, "--fault", "power-cut")
@@ -250,7 +260,7 @@ def test_a_loop_that_syncs_its_progress_comes_through_a_power_cut_as_through_a_k
         assert {k: cut[variant][k] for k in ("scenarios", "dups", "missing", "stuck")} == \
             {k: row[k] for k in ("scenarios", "dups", "missing", "stuck")}
     assert cut["keyed"]["dups"] == 0 and cut["plain"]["dups"] > 0
-    assert mounts() == []
+    assert mounts(tmp_path) == []
 
 
 @pytest.mark.slow
@@ -264,7 +274,7 @@ def test_a_keyed_loop_that_never_syncs_its_progress_duplicates_under_a_power_cut
     cut = rows_of(cli, f"{loop}:careless", "--fault", "power-cut")["careless"]
     assert killed["dups"] == 0 and killed["scenarios"] == cut["scenarios"]
     assert cut["dups"] > 0  # the restart finds no progress, draws a new run ID, and so new keys
-    assert mounts() == []
+    assert mounts(tmp_path) == []
 
 
 @pytest.mark.slow
