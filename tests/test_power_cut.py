@@ -41,7 +41,7 @@ def test_the_disk_keeps_what_each_sync_made_durable():
     for model in MODELS:
         assert [s.data for s in full.survivors(model)] == [b"v2"]
     assert [s.data for s in file.survivors("posix")] == [b"v2", b"v1", b"old"]  # renames in order, data synced
-    assert [s.data for s in none.survivors("posix")] == [b"v2", b"", b"v", b"v1", b"", b"v", b"old"]
+    assert [s.data for s in none.survivors("posix")] == [b"v2", b"", b"v", b"\0\0", b"v1", b"", b"v", b"\0\0", b"old"]
     assert none.survivors("posix")[2].what == "the checkpoint of save 2, torn: half its data reached the disk"
     assert [s.what for s in Disk("none").survivors("posix")] == ["no checkpoint file"]
 
@@ -218,7 +218,7 @@ def test_explain_tells_what_the_power_cut_left_on_the_disk_and_why(cli):
     every = "under power-cut every crash names the state its death left"
     for bad, problem in (("keys+power-cut:3", every), ("keys+power-cut:3~0", "counted from 1"),
                          ("keys+power-cut=none.posix:3~9", "keys+power-cut=none.posix:3~9: the death at process 1's "
-                                                           "point 3 leaves 4 states (~1, ~2, ~3, ~4)"),
+                                                           "point 3 leaves 5 states (~1, ~2, ~3, ~4, ~5)"),
                          ("keys+power-cut:3~1:2", every), ("keys+power-cut:3~1:999~1", "no point 999")):
         code, out, err = cli("explain", bad)
         assert (code, out) == (2, "") and problem in err, bad

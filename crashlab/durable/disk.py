@@ -116,9 +116,10 @@ class Posix(Model):
     its data. Of what was not synced, a journalling file system keeps directory operations in the
     order they were made, so the name points to one of the checkpoints renamed since the last
     directory sync; and a rename may reach the disk before the data it names, which may then be
-    whole, empty or torn anywhere (here: halfway). This is the model of ALICE (Pillai et al., OSDI
-    '14), which explores every state such rules allow; LazyFS, by contrast, applies a rename at once
-    and loses only unsynced data.
+    whole, empty, torn anywhere (here: halfway), or at its full size over blocks never written
+    (zero-filled: ext4 leaves it under ``data=writeback``, `tests/test_disk_ext4.py` saw it). This
+    is the model of ALICE (Pillai et al., OSDI '14), which explores every state such rules allow;
+    LazyFS, by contrast, applies a rename at once and loses only unsynced data.
     """
 
     def names(self, disk: Disk) -> list[Version]:
@@ -132,7 +133,9 @@ class Posix(Model):
             return [whole]
         half = version.data[: len(version.data) // 2]
         return [whole, Survivor(f"{version.name}, empty: its data never reached the disk", b""),
-                Survivor(f"{version.name}, torn: half its data reached the disk", half)]
+                Survivor(f"{version.name}, torn: half its data reached the disk", half),
+                Survivor(f"{version.name}, zero-filled at its full size: its blocks reached the disk, not its data",
+                         bytes(len(version.data)))]
 
 
 class Ext4Ordered(Model):
