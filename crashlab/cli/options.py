@@ -66,10 +66,10 @@ def variant_options(command: Callable[..., Any]) -> Callable[..., Any]:
     )(command)
     return click.option(
         "--loop", metavar="|".join(FAMILIES) + "|FILE.py:ENTRY|MODULE:ENTRY",
-        help="Whose variants 'all' means: the chapter's five designs, crashlab's own agent loop, or the job as a "
-             "LangGraph agent or a DBOS workflow (these run only killed for real, --kill). Or a loop of yours, "
-             "FILE.py:ENTRY or MODULE:ENTRY, whose tools call crashlab's service (with --effects), every process "
-             "killed for real. [default: designs]",
+        help="Whose variants 'all' means: the chapter's five designs, crashlab's own agent loop, or the job "
+             "written for an agent runtime (these run only killed for real, --kill; `crashlab frameworks` lists "
+             "them). Or a loop of yours, FILE.py:ENTRY or MODULE:ENTRY, whose tools call crashlab's service (with "
+             "--effects), every process killed for real. [default: designs]",
     )(command)
 
 

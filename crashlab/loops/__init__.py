@@ -1,4 +1,4 @@
-"""Every loop crashlab can name, in one registry: the five designs, the agent's own loop, the frameworks.
+"""Every loop crashlab can name, in one registry: the five designs, the agent's own loop, the runtimes'.
 
 Each is a `Variant`: its entry point and every attribute the rest of crashlab asks of it. A loop on
 a framework is imported only when a process runs it, so the registry costs nothing to load and a
@@ -15,25 +15,26 @@ from crashlab.engine.variant import Promises, Variant
 from crashlab.errors import BadInput
 from crashlab.loops.agent import Agent
 from crashlab.loops.designs import BEYOND_THE_BOOK, DESIGNS, Design
+from crashlab.runtimes import runtimes
 from crashlab.world import TRACKER_MODES
 
 
 @dataclass(frozen=True)
 class Adapter:
-    """A framework's loop, run as `crashlab.adapters.<framework>.entry(slug, run)`: imported when first run."""
+    """A runtime's loop, run as `crashlab.runtimes.<runtime>.loop.entry(slug, run)`: imported when first run."""
 
-    framework: str
+    runtime: str
     slug: str
 
     def load(self) -> None:
-        """Import the framework now, in the warm parent, so no forked process pays for it."""
+        """Import the runtime now, in the warm parent, so no forked process pays for it."""
         try:
-            import_module(f"crashlab.adapters.{self.framework}")
+            import_module(f"crashlab.runtimes.{self.runtime}.loop")
         except ImportError:
-            raise BadInput(f"{self.slug} needs its framework: pip install 'crashlab[{self.framework}]'") from None
+            raise BadInput(f"{self.slug} needs its runtime: pip install 'crashlab[{self.runtime}]'") from None
 
     def __call__(self, run: Run) -> None:
-        import_module(f"crashlab.adapters.{self.framework}").entry(self.slug, run)
+        import_module(f"crashlab.runtimes.{self.runtime}.loop").entry(self.slug, run)
 
 
 def _design(design: Design) -> Variant:
@@ -47,28 +48,17 @@ def _agent(agent: Agent) -> Variant:
                    promises=Promises(may_ask=agent.tracker == "keyless", approvals_once=True))
 
 
-def _framework(framework: str, slug: str, name: str) -> Variant:
-    return Variant(slug, name, framework, Adapter(framework, slug), table="loop", runners=frozenset({"forked"}),
-                   keeps_checkpoint=False, extra=f"crashlab[{framework}]", serves_job=True)
+def _runtime(runtime: str, slug: str, name: str) -> Variant:
+    return Variant(slug, name, runtime, Adapter(runtime, slug), table="loop", runners=frozenset({"forked"}),
+                   keeps_checkpoint=False, extra=f"crashlab[{runtime}]", serves_job=True)
 
-
-#: The rows of LangGraph's table: the agent as a user writes it, the same with keys made of
-#: LangGraph's own IDs, and the settings that change the outcome (see `crashlab.adapters.langgraph`).
-LANGGRAPH = {
-    "langgraph-plain": "LangGraph ReAct agent, plain tools",
-    "langgraph-keyed": "LangGraph ReAct agent, keyed tools",
-    "langgraph-v1": "LangGraph ReAct agent, v1 tool node",
-    "langgraph-exit": "LangGraph ReAct agent, durability exit",
-}
-#: The rows of DBOS's table: the workflow as a user writes it, and with keys from DBOS's own IDs.
-DBOS = {"dbos-plain": "DBOS workflow, plain steps", "dbos-keyed": "DBOS workflow, keyed steps"}
 
 #: Every variant a scenario ID can name, by slug.
 VARIANTS: dict[str, Variant] = {
     **{slug: _design(d) for slug, d in {**DESIGNS, **BEYOND_THE_BOOK}.items()},
     **{v.slug: v for v in (_agent(Agent(mode)) for mode in TRACKER_MODES)},
-    **{slug: _framework("langgraph", slug, name) for slug, name in LANGGRAPH.items()},
-    **{slug: _framework("dbos", slug, name) for slug, name in DBOS.items()},
+    **{slug: _runtime(runtime.name, slug, name) for runtime in runtimes().values()
+       for slug, name in runtime.rows.items()},
 }
 
 #: The loops, by family: whose variants `--loop NAME --variant all` means.

@@ -20,8 +20,8 @@ from typing import Any
 from dbos import DBOS, SetWorkflowID
 
 import crashlab
-from crashlab.adapters import http
 from crashlab.engine.run import Run
+from crashlab.runtimes import http
 
 WORKFLOW = "triage-workflow"
 

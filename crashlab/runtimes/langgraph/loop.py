@@ -32,9 +32,9 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.prebuilt import create_react_agent
 
 import crashlab
-from crashlab.adapters import http
 from crashlab.engine.run import Run
 from crashlab.job import Job
+from crashlab.runtimes import http
 
 THREAD = "triage-thread"
 
