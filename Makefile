@@ -10,7 +10,7 @@ INSTALLED := $(VENV)/.installed
 $(INSTALLED): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test,lint,docs,plot,dask,langgraph,dbos,mcp,fuse]'
+	$(BIN)/pip install --quiet -e '.[test,lint,docs,plot,dask,frameworks,mcp,fuse]'
 	touch $@
 
 # The book's table, checked against the golden file, with every scenario written to results/; then
