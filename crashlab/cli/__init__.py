@@ -12,6 +12,7 @@ import click
 
 from crashlab.cli.campaign import campaign
 from crashlab.cli.explain import explain, points
+from crashlab.cli.frameworks import frameworks
 from crashlab.cli.info import faults, jobs, schema
 from crashlab.cli.plot import plot
 from crashlab.cli.run import checkpoint, run, tracker
@@ -41,6 +42,7 @@ def cli(ctx: click.Context) -> None:
     crashlab run JOB --dir DIR          the agent's loop as a real process: kill -9 it, run it again
     crashlab sweep --kill               every process a real one, SIGKILLed at its crash point
     crashlab sweep --loop langgraph --kill   a LangGraph agent (or --loop dbos, a DBOS workflow), killed for real
+    crashlab frameworks                 every installed agent runtime: its promise beside what a sweep measured
     crashlab faults                     what else can break: the fault models for sweep --fault
     crashlab serve --dir DIR            the issue tracker as a real HTTP (and MCP) service over SQLite
     """
@@ -48,7 +50,8 @@ def cli(ctx: click.Context) -> None:
         click.echo(ctx.get_help())
 
 
-for command in (sweep, explain, points, faults, jobs, schema, plot, campaign, run, tracker, checkpoint, serve):
+for command in (sweep, explain, points, faults, jobs, schema, plot, campaign, run, tracker, checkpoint, serve,
+                frameworks):
     cli.add_command(command)
 
 

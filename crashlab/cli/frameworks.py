@@ -1,0 +1,67 @@
+"""`crashlab frameworks`: every installed agent runtime, its promise for an interrupted tool call, and
+what killing it for real measured."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from crashlab.cli.options import MAX_DEPTH, MAX_WORKERS, job_option, names, open_job, time_limit_option
+from crashlab.engine.parallel import default_workers
+from crashlab.engine.scenario import Setup
+from crashlab.engine.tree import Row
+from crashlab.errors import BadInput, Flaky
+from crashlab.faults import Faults
+from crashlab.loops import VARIANTS
+from crashlab.report import frameworks as report
+from crashlab.runners import RunnerSpec
+from crashlab.runtimes import Runtime, runtimes
+
+
+@click.command()
+@job_option
+@click.option("--runtime", "chosen", metavar="NAME[,NAME...]",
+              help="Only these runtimes. [default: every installed one]")
+@click.option("--depth", "depths", type=click.IntRange(1, MAX_DEPTH), multiple=True, show_default="1",
+              help="Sweep at this depth; give it again for another (--depth 1 --depth 2).")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True,
+              help="A table for people (the promises quoted below it), or JSON for scripts.")
+@click.option("--workers", type=click.IntRange(1, MAX_WORKERS), default=default_workers, show_default="the cores",
+              help="Processes to spread each sweep over.")
+@time_limit_option
+def frameworks(job_spec: str, chosen: str | None, depths: tuple[int, ...], fmt: str, workers: int,
+               time_limit: float) -> None:
+    """Every installed agent runtime, killed for real at every crash point: what its documentation
+    promises for an interrupted tool call, quoted, beside what the sweep measured.
+
+    \b
+    Each runtime has a row as its documentation writes the loop (plain), one whose tools send a key
+    made of the runtime's own durable IDs (keyed), and one per setting that changes the outcome.
+    Columns: scenarios swept; dups, missing and asks summed over them; windows (failure windows)
+    and distinct (durable states), which do not grow with how densely a loop is marked; flaky.
+    A runtime whose extra is not installed is named on stderr, with the command that installs it.
+    """
+    known = runtimes()
+    picked = [known[name] for name in names(chosen, known, "runtime")] if chosen else list(known.values())
+    if missing := [r for r in picked if r.version() is None]:
+        listed = ", ".join(f"{r.name} (pip install 'crashlab[{r.name}]')" for r in missing)
+        if chosen:
+            raise BadInput(f"not installed: {listed}")
+        click.echo(f"not installed, left out: {listed}", err=True)
+    job, spec = open_job(job_spec), RunnerSpec("forked", "files", time_limit)
+
+    def sweep(runtime: Runtime, depth: int) -> list[Row]:
+        from crashlab.engine.sweep import sweep_all
+
+        click.echo(f"sweeping {runtime.title} at depth {depth}", err=True)
+        setups = [Setup(VARIANTS[slug], job, Faults.of(())) for slug in runtime.rows]
+        return [s.row() for s in sweep_all(setups, spec, depth, workers=workers, strays_fail=False)]
+
+    measured = report.measure(picked, depths or (1,), sweep)
+    if not measured:
+        raise BadInput("no runtime is installed: pip install 'crashlab[frameworks]'")
+    click.echo(json.dumps(report.records(measured), indent=2) if fmt == "json" else report.table(measured))
+    if flaky := sum(row.flaky for m in measured for rows in m.rows.values() for row in rows):
+        raise Flaky(f"{flaky} flaky scenario{'s' if flaky > 1 else ''}: the table counts the worst each came to "
+                    "(crashlab sweep --loop RUNTIME --kill --list flaky names them)")
