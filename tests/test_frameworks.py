@@ -51,6 +51,7 @@ def test_a_runtime_that_is_not_installed_is_left_out_and_each_row_is_swept_at_ea
     (("--depth", "0"), "0 is not in the range"),
     (("--format", "yaml"), "'yaml' is not one of 'table', 'json'"),
     (("--job", "absent.yaml"), "absent.yaml: no such job file"),
+    (("--out", ""), "--out needs a directory name"),
 ])
 def test_bad_input_is_named_in_one_line_with_exit_2(cli, args, problem):
     code, out, err = cli("frameworks", *args)
@@ -58,11 +59,13 @@ def test_bad_input_is_named_in_one_line_with_exit_2(cli, args, problem):
 
 
 @pytest.mark.slow
-def test_the_table_is_the_sweep_s_own_figures(cli):
+def test_the_table_is_the_sweep_s_own_figures(cli, tmp_path):
     """DBOS at depth 1: the plain row duplicates (at least once), the keyed one never; the same counts as
-    `crashlab sweep --loop dbos --kill --depth 1` gives."""
-    code, out, err = cli("frameworks", "--runtime", "dbos", "--format", "json", "--workers", "2")
+    `crashlab sweep --loop dbos --kill --depth 1` gives; --out writes what it printed."""
+    code, out, err = cli("frameworks", "--runtime", "dbos", "--format", "json", "--workers", "2",
+                         "--out", str(tmp_path / "results"))
     assert code == 0, err
+    assert (tmp_path / "results" / "frameworks.json").read_text() == out
     (dbos,) = json.loads(out)
     figures = {r["variant"]: r["depths"]["1"] for r in dbos["rows"]}
     assert figures["dbos-plain"]["dups"] > 0 and figures["dbos-keyed"]["dups"] == 0

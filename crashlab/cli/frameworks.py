@@ -15,6 +15,7 @@ from crashlab.errors import BadInput, Flaky
 from crashlab.faults import Faults
 from crashlab.loops import VARIANTS
 from crashlab.report import frameworks as report
+from crashlab.report.results import PendingResults
 from crashlab.runners import RunnerSpec
 from crashlab.runtimes import Runtime, runtimes
 
@@ -29,8 +30,11 @@ from crashlab.runtimes import Runtime, runtimes
               help="A table for people (the promises quoted below it), or JSON for scripts.")
 @click.option("--workers", type=click.IntRange(1, MAX_WORKERS), default=default_workers, show_default="the cores",
               help="Processes to spread each sweep over.")
+@click.option("--out", metavar="DIR",
+              help=f"Also write {' and '.join(report.FILES)} into DIR (checked before the sweeps; written whole at "
+                   "the end).")
 @time_limit_option
-def frameworks(job_spec: str, chosen: str | None, depths: tuple[int, ...], fmt: str, workers: int,
+def frameworks(job_spec: str, chosen: str | None, depths: tuple[int, ...], fmt: str, workers: int, out: str | None,
                time_limit: float) -> None:
     """Every installed agent runtime, killed for real at every crash point: what its documentation
     promises for an interrupted tool call, quoted, beside what the sweep measured.
@@ -58,9 +62,16 @@ def frameworks(job_spec: str, chosen: str | None, depths: tuple[int, ...], fmt: 
         setups = [Setup(VARIANTS[slug], job, Faults.of(())) for slug in runtime.rows]
         return [s.row() for s in sweep_all(setups, spec, depth, workers=workers, strays_fail=False)]
 
-    measured = report.measure(picked, depths or (1,), sweep)
-    if not measured:
-        raise BadInput("no runtime is installed: pip install 'crashlab[frameworks]'")
+    pending = PendingResults(out) if out is not None else None
+    try:
+        measured = report.measure(picked, depths or (1,), sweep)
+        if not measured:
+            raise BadInput("no runtime is installed: pip install 'crashlab[frameworks]'")
+        if pending is not None:
+            pending.put(lambda into: report.write(into, measured), report.FILES)
+    finally:
+        if pending is not None:
+            pending.discard()
     click.echo(json.dumps(report.records(measured), indent=2) if fmt == "json" else report.table(measured))
     if flaky := sum(row.flaky for m in measured for rows in m.rows.values() for row in rows):
         raise Flaky(f"{flaky} flaky scenario{'s' if flaky > 1 else ''}: the table counts the worst each came to "

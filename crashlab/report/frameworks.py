@@ -7,8 +7,10 @@ figures come from the sweep run now (`measure`), never from a file.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from crashlab.engine.tree import Row
@@ -63,6 +65,16 @@ def records(measured: Sequence[Measured]) -> list[dict[str, Any]]:
                                   for depth, rows in sorted(m.rows.items())}}
                       for slug, name in m.runtime.rows.items()]}
             for m in measured]
+
+
+#: What `write` puts in a results directory.
+FILES = ("frameworks.txt", "frameworks.json")
+
+
+def write(into: Path, measured: Sequence[Measured]) -> None:
+    """The table and its data, as `crashlab frameworks` prints them: the same on every run of the same versions."""
+    (into / FILES[0]).write_text(table(measured) + "\n")
+    (into / FILES[1]).write_text(json.dumps(records(measured), indent=2) + "\n")
 
 
 def _counts(row: Row) -> dict[str, Any]:
