@@ -18,7 +18,8 @@ $(INSTALLED): pyproject.toml
 # checked against its golden file; every fault at each of its settings, with the matrix of worst
 # outcomes and its picture (results/faults/); the HTTP loop of examples/ against crashlab's service,
 # under every fault that reaches the service (results/examples/), and so LangGraph and DBOS, whose
-# tools call it too, at depth 1 (results/frameworks/); and the pictures of both sweeps.
+# tools call it too, at depth 1 (results/frameworks/); every installed agent runtime's table
+# (results/frameworks/frameworks.txt); and the pictures of both sweeps.
 # Every file it writes is the same on every run, so a sweep of an unchanged checkout leaves git with
 # nothing to commit.
 sweep: $(INSTALLED)
@@ -31,6 +32,7 @@ sweep: $(INSTALLED)
 		--out results/examples > /dev/null
 	$(BIN)/crashlab sweep --loop langgraph --kill --depth 1 --fault all --out results/frameworks/langgraph > /dev/null
 	$(BIN)/crashlab sweep --loop dbos --kill --depth 1 --fault all --out results/frameworks/dbos > /dev/null
+	$(BIN)/crashlab frameworks --depth 1 --out results/frameworks > /dev/null
 	$(BIN)/crashlab plot --out results/sweep.png
 	$(BIN)/crashlab plot --loop agent --out results/agent/sweep.png
 
