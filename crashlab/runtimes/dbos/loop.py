@@ -18,12 +18,15 @@ from __future__ import annotations
 from typing import Any
 
 from dbos import DBOS, SetWorkflowID
+from dbos._dbos import _get_or_create_dbos_registry
 
 import crashlab
 from crashlab.engine.run import Run
 from crashlab.runtimes import http
 
 WORKFLOW = "triage-workflow"
+#: Seconds between looks of DBOS's internal queue, where recovery puts a pending workflow (see `entry`).
+RECOVERY_POLL = 0.01
 
 #: What the process's workflow and steps work with: set by `agent` before DBOS launches.
 _now: dict[str, Any] = {}
@@ -60,6 +63,11 @@ def entry(slug: str, run: Run) -> None:
     # each one's traceback too would bury a sweep's output.
     DBOS(config={"name": "crashlab", "system_database_url": f"sqlite:///{run.directory / 'dbos.sqlite'}",
                  "run_admin_server": False, "log_level": "CRITICAL"})  # type: ignore[typeddict-unknown-key]
+    # Recovery puts a pending workflow on DBOS's internal queue, which a thread polls once a second
+    # (DEFAULT_QUEUE_POLLING_INTERVAL_SEC): every restart waited about a second for it to start. DBOS has
+    # a setting for its Kafka queues' interval, none for this one, so it is set on the queue itself: the
+    # interval is how soon a worker looks, and changes nothing of what it does.
+    _get_or_create_dbos_registry().get_internal_queue()._polling_interval_sec = RECOVERY_POLL
     DBOS.launch()  # recovers a pending workflow in the background, as after any crash
     if DBOS.get_workflow_status(WORKFLOW) is None:
         with SetWorkflowID(WORKFLOW):
