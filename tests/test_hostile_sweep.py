@@ -224,6 +224,32 @@ def test_what_a_killed_sweep_left_is_removed_by_the_next(cli, tmp_path):
     assert not inside.exists()
 
 
+def test_the_scratch_a_killed_sweep_left_is_removed_by_the_next():
+    """A SIGKILLed sweep cannot remove its stores, run directories and services' databases: the next sweep
+    removes each scratch directory whose maker is dead, and no other."""
+    from crashlab.runners.scratch import SCRATCH, scratch
+
+    process = subprocess.Popen([sys.executable, "-m", "crashlab", "sweep", "--kill", "--variant", "keys",
+                                "--workers", "1"], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    place = SCRATCH or Path(tempfile.gettempdir())
+    deadline, left = time.monotonic() + 30, []
+    while not left and time.monotonic() < deadline:  # until it has made its run directories
+        left = list(place.glob(f"crashlab-*-pid{process.pid}-*"))
+        time.sleep(0.05)
+    process.kill()
+    process.wait()
+    assert left and all(d.is_dir() for d in left)
+    living = scratch("probe")  # this process's, alive: kept
+    assert cli_sweep() == 0
+    assert not any(d.exists() for d in left) and living.is_dir()
+    shutil.rmtree(living)
+
+
+def cli_sweep() -> int:
+    return subprocess.run([sys.executable, "-m", "crashlab", "sweep", "--variant", "keys", "--job", "read-only",
+                           "--store", "files"], cwd=ROOT, capture_output=True, timeout=60).returncode
+
+
 def test_plot_makes_no_tree_of_folders_and_leaves_no_empty_picture(tmp_path):
     code, out, err, _ = run("plot", "--variant", "keys", "--job", "read-only", "--out", str(tmp_path / "a/b/c.png"))
     assert_refused(code, out, err, f"no directory {tmp_path / 'a'} to make b/ in")

@@ -25,6 +25,7 @@ from crashlab.engine.tree import Row
 from crashlab.errors import BadInput
 from crashlab.job import Job
 from crashlab.report.tables import Columns, to_csv, to_json
+from crashlab.runners.scratch import alive
 
 #: The files a results directory holds; manifest.json is written last, so it vouches for the others.
 RESULT_FILES = ("scenarios.jsonl", "summary.json", "summary.csv", "manifest.json")
@@ -120,16 +121,6 @@ def remove_stale(place: Path, name: str) -> None:
                 shutil.rmtree(stale, ignore_errors=True)
             else:
                 stale.unlink(missing_ok=True)
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # someone else's
-        return True
-    return True
 
 
 def write_results(out: Path, job: Job, rows: Sequence[Row], scenarios: Iterable[ScenarioResult],

@@ -40,7 +40,8 @@ from crashlab.engine.variant import RunnerKind
 from crashlab.errors import HarnessError
 from crashlab.runners import TIME_LIMIT
 from crashlab.runners.group import Child, Hung
-from crashlab.runners.served import RUN_DIR, SCRATCH, LoopFailed, Outside, Services
+from crashlab.runners.scratch import scratch
+from crashlab.runners.served import RUN_DIR, LoopFailed, Outside, Services
 from crashlab.world import World, WorldState
 from crashlab.world.sqlite import (
     TRACKER_FILE,
@@ -336,7 +337,7 @@ def directories() -> Iterator[Fresh]:
     sees the layer's mount, and each death's cut leaves in the directory only what its syncs made
     durable. The layer is unmounted with its scenario, or when the runner closes, however it ends.
     """
-    root = Path(tempfile.mkdtemp(prefix="crashlab-loop-", dir=SCRATCH))
+    root = scratch("loop")
     made: list[Path] = []
     with ExitStack() as mounted:
 

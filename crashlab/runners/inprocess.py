@@ -18,7 +18,6 @@ import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 
 from crashlab.durable.checkpoint import CheckpointError
 from crashlab.durable.store import FileStore, MemoryStore, Store
@@ -29,6 +28,7 @@ from crashlab.engine.scenario import ScenarioRun, Setup, check_death, check_fini
 from crashlab.engine.variant import RunnerKind
 from crashlab.errors import HarnessError
 from crashlab.runners import StoreKind
+from crashlab.runners.scratch import scratch
 from crashlab.world import World, WorldState
 
 #: Makes a fresh checkpoint store for a process's recorder, syncing as the second argument says.
@@ -219,8 +219,7 @@ def file_stores() -> Iterator[StoreFactory]:
     the one before, so the root holds one scenario at a time: a store is valid until the next one is
     made, which is all a sweep needs.
     """
-    shm = Path("/dev/shm")
-    root = Path(tempfile.mkdtemp(prefix="crashlab-", dir=shm if shm.is_dir() else None))
+    root = scratch("store")
     previous: list[str] = []
 
     def fresh(points: Recorder, sync: str) -> FileStore:

@@ -36,6 +36,7 @@ from crashlab.errors import HarnessError
 from crashlab.faults import Serving
 from crashlab.runners import TIME_LIMIT
 from crashlab.runners.group import Child, Hung
+from crashlab.runners.scratch import scratch
 from crashlab.service import control
 from crashlab.service.process import ServiceProcess
 from crashlab.service.yours import YourService, state_of
@@ -44,10 +45,6 @@ from crashlab.world.remote import served_records
 
 #: The run directory, for a loop that keeps files of its own: in the environment of each of its processes.
 RUN_DIR = "CRASHLAB_RUN_DIR"
-#: Where the services keep their databases, and the forked runner its scenario directories: memory, where
-#: the machine has it. An fsync does nothing there, which no figure depends on: the processes these runs
-#: kill lose nothing the kernel holds, and the forked runner takes no power cut (it models no page cache).
-SCRATCH = Path("/dev/shm") if Path("/dev/shm").is_dir() else None
 
 
 class TellingRecorder(Recorder):
@@ -331,7 +328,7 @@ class Services:
     def __init__(self) -> None:
         self.running: dict[tuple[str, Serving], ServiceProcess] = {}
         self.places: dict[tuple[str, Serving], Path] = {}
-        self.root = Path(tempfile.mkdtemp(prefix="crashlab-service-", dir=SCRATCH))
+        self.root = scratch("service")
 
     def reset(self, tracker: str, serving: Serving) -> ServiceProcess:
         service = self.running.get((tracker, serving)) or self.restart(tracker, serving)
