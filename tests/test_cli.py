@@ -7,6 +7,10 @@ from pathlib import Path
 import pytest
 
 from crashlab.loops.designs import DESIGNS
+from crashlab.runtimes import runtimes
+
+#: Every runtime's rows, by runtime in alphabetical order: the variants after crashlab's own.
+RUNTIME_ROWS = [slug for runtime in runtimes().values() for slug in runtime.rows]
 
 
 def test_json_gives_the_35_cells_under_the_documented_keys(cli):
@@ -55,8 +59,7 @@ def test_bad_input_is_one_line_and_exit_2(cli, tmp_path):
     cases = {
         ("sweep", "--variant", "nope"): "unknown variant 'nope' (valid: all, per-turn, after-reply, keys, markers, "
                                         "keys-markers, per-turn-keys, agent-keyed, agent-keyless, agent-lookup, "
-                                        "agent-fencing, dbos-plain, dbos-keyed, langgraph-plain, langgraph-keyed, "
-                                        "langgraph-v1, langgraph-exit)",
+                                        f"agent-fencing, {', '.join(RUNTIME_ROWS)})",
         ("sweep", "--job", "absent.yaml"): "absent.yaml: no such job file",
         ("sweep", "--job", str(broken)): "invalid YAML",
         ("sweep", "--store", "disk"): "'disk' is not one of 'memory', 'files'",
