@@ -16,8 +16,18 @@ stored conversation. The runner writes a turn's model reply and its tool outputs
 `add_items` after the reply's tools ran, so a kill between a tool's effect and that write leaves
 no trace of the reply: the model is asked again, and the tool runs again.
 
-Crash points, besides the service's own ``accepted``: before and after the model's reply, and
-before and after each session write (``add-items``, ``add-items-done``). The SDK starts a reply's
+The approve variant is the SDK's human-in-the-loop flow, the one place it keeps a run's state for
+another process: the changing tools need approval, and at each pause the process writes
+`RunState.to_string()` to a file, approves, and resumes from that state, as the HITL guide's
+example does; a restart that finds the file resumes from it. The pause writes the reply's
+``function_call`` items to the session and the resumed turn writes their outputs, so a kill
+between a tool's effect and that write leaves the session with calls that have no output (the
+durable state of openai-agents issue #4615); the stored state predates the tool's run, so the
+restart runs it again, and goes on resuming from that state until the next pause replaces it.
+
+Crash points, besides the service's own ``accepted``: before and after the model's reply, before
+and after each session write (``add-items``, ``add-items-done``), and, under approve, around the
+write of the paused run's state (``state-save``, ``state-saved``). The SDK starts a reply's
 function tools together, each sync tool in a worker thread (`asyncio.to_thread`);
 ``ToolExecutionConfig(max_function_tool_concurrency=1)`` runs them one at a time, which makes the
 run repeat itself.
@@ -40,6 +50,7 @@ from agents import (
     ModelSettings,
     RunConfig,
     Runner,
+    RunState,
     SQLiteSession,
     ToolExecutionConfig,
     Usage,
@@ -105,18 +116,19 @@ class KilledSession(SQLiteSession):
         crashlab.point("add-items-done")
 
 
-def tools(keyed: bool) -> list[FunctionTool]:
-    """The job's tools, over HTTP; keyed, each changing request carries the session and tool-call ID."""
+def tools(keyed: bool, approve: bool = False) -> list[FunctionTool]:
+    """The job's tools, over HTTP; keyed, each changing request carries the session and tool-call ID;
+    under `approve`, each changing tool waits for a person's approval (``needs_approval=True``)."""
 
     def key(ctx: ToolContext[Any]) -> str | None:
         return f"{SESSION}:{ctx.tool_call_id}" if keyed else None
 
-    @function_tool
+    @function_tool(needs_approval=approve)
     def create_issue(ctx: ToolContext[Any], title: str, body: str) -> int:
         """File an issue; its number."""
         return http.create_issue(title, body, key=key(ctx))
 
-    @function_tool
+    @function_tool(needs_approval=approve)
     def comment(ctx: ToolContext[Any], issue: int, body: str) -> int:
         """Comment on an issue; the comment's number."""
         return http.comment(issue, body, key=key(ctx))
@@ -131,32 +143,53 @@ def tools(keyed: bool) -> list[FunctionTool]:
 
 @dataclass(frozen=True)
 class Setting:
-    """One row: the tools plain or keyed."""
+    """One row: the tools plain or keyed, and whether changing tools wait for approval."""
 
     keyed: bool = False
+    approve: bool = False  # True: needs_approval=True, the paused run's RunState saved to a file, as the HITL guide
 
 
-#: The rows (`RUNTIME.rows` names them): the agent as a user writes it, and the same with keys
-#: made of the SDK's own IDs.
+#: The rows (`RUNTIME.rows` names them): the agent as a user writes it, the same with keys made of
+#: the SDK's own IDs, and the human-in-the-loop flow, whose `RunState` is the SDK's one durable run state.
 SETTINGS = {
     "openai-plain": Setting(),
     "openai-keyed": Setting(keyed=True),
+    "openai-approve": Setting(approve=True),
 }
 
 
 def entry(slug: str, run: Run) -> None:
-    """One process of the agent: start the conversation, or continue the session's (input ``[]``)."""
+    """One process of the agent: resume the stored paused run, continue the session's conversation
+    (input ``[]``), or start it; then approve every pause, as the human-in-the-loop guide's loop does."""
     setting, job = SETTINGS[slug], run.job
     assert run.directory is not None, "the Agents SDK runs only forked, in a run directory"
     set_tracing_disabled(True)
+    paused = run.directory / "run-state.json"  # the HITL guide's STATE_PATH
     session = KilledSession(SESSION, run.directory / "session.sqlite")
     try:
         agent = Agent(name="triage", instructions="Triage the reports.", model=ScriptedModel(job),
-                      tools=list(tools(setting.keyed)))
+                      tools=list(tools(setting.keyed, setting.approve)))
         config = RunConfig(tracing_disabled=True,
                            tool_execution=ToolExecutionConfig(max_function_tool_concurrency=1))
-        started = asyncio.run(session.get_items(limit=1))
-        Runner.run_sync(agent, [] if started else job.description or job.name, session=session,
-                        run_config=config, max_turns=len(job.turns) + 1)
+        turns = len(job.turns) + 1
+
+        def approved(state: RunState[Any]) -> Any:
+            """Approve every pending call (the person says yes) and resume the paused run on the session."""
+            for interruption in state.get_interruptions():
+                state.approve(interruption)
+            return Runner.run_sync(agent, state, session=session, run_config=config, max_turns=turns)
+
+        if paused.exists():
+            result = approved(asyncio.run(RunState.from_string(agent, paused.read_text())))
+        else:
+            started = asyncio.run(session.get_items(limit=1))
+            result = Runner.run_sync(agent, [] if started else job.description or job.name, session=session,
+                                     run_config=config, max_turns=turns)
+        while result.interruptions:
+            state = result.to_state()
+            crashlab.point("state-save")
+            paused.write_text(state.to_string())
+            crashlab.point("state-saved")
+            result = approved(state)
     finally:
         session.close()
