@@ -38,7 +38,9 @@ from crashlab.runtimes import http
 from crashlab.runtimes.temporal.server import address
 
 WORKFLOW, QUEUE = "triage-workflow", "triage"
-#: Short, so a retry after a death comes soon: a timeout is how the server learns a worker died.
+#: Short, so a retry after a death comes soon: a timeout is how the server learns a worker died. It bounds each
+#: activity attempt, each workflow task, and how long a workflow task waits on the dead worker's sticky queue
+#: (10 s by default) before any worker may take it.
 TIMEOUT = timedelta(seconds=1)
 
 #: What the process's workflow and activities work with: set by `entry` before the worker starts.
@@ -126,7 +128,7 @@ async def _work(target: str) -> None:
     with ThreadPoolExecutor(1) as tools:
         async with Worker(client, task_queue=QUEUE, workflows=[JobWorkflow], activities=[ask_model, call_tool],
                           activity_executor=tools, max_concurrent_activities=1, workflow_runner=runner,
-                          debug_mode=True):
+                          sticky_queue_schedule_to_start_timeout=TIMEOUT, debug_mode=True):
             handle: WorkflowHandle[Any, str] = client.get_workflow_handle(WORKFLOW)
             try:
                 await handle.describe()
