@@ -26,7 +26,7 @@ from datetime import timedelta
 from typing import Any
 
 from temporalio import activity, workflow
-from temporalio.client import Client, WorkflowHandle
+from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 from temporalio.common import RetryPolicy
 from temporalio.service import RPCError, RPCStatusCode
 from temporalio.worker import Worker
@@ -90,6 +90,10 @@ class JobWorkflow:
                 conversation.append({"role": "tool", "id": call["id"], "content": results[call["id"]]})
 
 
+class WorkflowFailed(Exception):
+    """The workflow failed for good (an activity out of attempts): what a restart finds and cannot go on from."""
+
+
 async def _run_tool(tool: str, args: dict[str, Any]) -> Any:
     """One tool call as the row runs it: an activity (retried by the server's default policy, or never, under
     ``temporal-once``), or a local activity, whose result the worker records with its next workflow task."""
@@ -137,4 +141,12 @@ async def _work(target: str) -> None:
                     raise
                 handle = await client.start_workflow(JobWorkflow.run, id=WORKFLOW, task_queue=QUEUE,
                                                      task_timeout=TIMEOUT)
-            await handle.result()
+            try:
+                await handle.result()
+            except WorkflowFailureError as failed:  # with its causes, which Temporal's own message leaves out
+                causes: list[str] = []
+                cause: BaseException | None = failed.cause
+                while cause is not None:
+                    causes.append(str(cause) or type(cause).__name__)
+                    cause = cause.__cause__
+                raise WorkflowFailed(": ".join(causes)) from failed
