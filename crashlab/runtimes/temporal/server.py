@@ -8,12 +8,14 @@ process group spares it; a restart finds its address in the directory and connec
 
 Nothing else stops it, so a watchdog does: this module, run as a program, starts the server and
 ends it once the run directory is gone (the runner removes each scenario's directory when it makes
-the next one, and its root when it closes) or the server dies.
+the next one, and its root when it closes), or the harness is (the process that forked the worker
+and waits for it: a sweep's, or `crashlab run`'s), or the server dies.
 """
 
 from __future__ import annotations
 
 import os
+import select
 import shutil
 import socket
 import subprocess
@@ -24,7 +26,7 @@ from pathlib import Path
 
 #: The server's database, its address, and what it printed: all in the run directory.
 DATABASE, ADDRESS, LOG = "temporal.sqlite", "temporal.address", "temporal.log"
-#: How often the watchdog looks for the run directory: seconds (a sleep, not a busy loop).
+#: How often the watchdog looks for the run directory: seconds (a wait on the harness, not a busy loop).
 WATCH = 0.5
 
 
@@ -45,8 +47,13 @@ def address(directory: Path) -> str:
         if _listening(host, int(port)):
             return f"{host}:{port}"
     free = _free_port()
-    subprocess.Popen([sys.executable, "-m", __name__, str(directory), str(free)], start_new_session=True,
-                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    harness = os.pidfd_open(os.getppid())  # alive: it waits for this process
+    try:
+        subprocess.Popen([sys.executable, "-m", __name__, str(directory), str(free), str(harness)],
+                         start_new_session=True, pass_fds=(harness,), stdin=subprocess.DEVNULL,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    finally:
+        os.close(harness)
     deadline = time.monotonic() + 30
     while not _listening("127.0.0.1", free):
         if time.monotonic() > deadline:
@@ -70,23 +77,25 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def watch(directory: Path, port: int) -> None:
-    """Run the server over `directory`'s database until the directory is gone, then stop it."""
+def watch(directory: Path, port: int, harness: int) -> None:
+    """Run the server over `directory`'s database until the directory or the `harness` (a pidfd) is gone, then
+    stop it."""
     with open(directory / LOG, "ab") as log:
         server = subprocess.Popen([binary(), "server", "start-dev", "--headless", "--ip", "127.0.0.1",
                                    "--port", str(port), "--db-filename", str(directory / DATABASE),
                                    "--log-level", "error"], stdin=subprocess.DEVNULL, stdout=log, stderr=log)
     try:
-        while server.poll() is None and directory.is_dir():
-            time.sleep(WATCH)
+        while server.poll() is None and directory.is_dir() and not select.select([harness], [], [], WATCH)[0]:
+            pass
     finally:
         server.terminate()
         try:
             server.wait(5)
         except subprocess.TimeoutExpired:
             server.kill()
+        (directory / ADDRESS).unlink(missing_ok=True)  # its port may go to another server
 
 
 if __name__ == "__main__":
     os.chdir("/")  # hold no directory of the run open
-    watch(Path(sys.argv[1]), int(sys.argv[2]))
+    watch(Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]))
