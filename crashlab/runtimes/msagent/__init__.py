@@ -7,10 +7,12 @@ RUNTIME = Runtime(
     rows={
         "msagent-plain": "Agent Framework workflow, plain tools",
         "msagent-keyed": "Agent Framework workflow, keyed tools",
+        "msagent-approval": "Agent Framework workflow, approved tools",
     },
     notes={
         "msagent-plain": "allow_concurrent_invocation=False: a reply's calls in turn (the default: at once)",
         "msagent-keyed": "key: agent session ID (restored from the checkpoint) and call ID",
+        "msagent-approval": "approval_mode='always_require': each reply waits for a person, a superstep boundary",
     },
     guarantee="Checkpoints are created at the end of each superstep, after all executors in that superstep have "
               "completed their execution.",

@@ -13,11 +13,19 @@ and the call ID.
 
 The workflow saves a checkpoint at each superstep boundary only, and the agent's whole tool loop
 (every model call and every tool call of the job) runs inside one superstep: the agent executor's
-one handler call. So nothing of the loop is saved until the agent has answered.
+one handler call. So nothing of the loop is saved until the agent has answered. Tools declared with
+``approval_mode="always_require"`` end the superstep at each reply: the workflow pauses on the
+approval requests (a checkpoint), the person's answers are delivered with ``workflow.run(responses=...)``
+(another checkpoint, before the approved calls run), and the person is asked through crashlab's
+service, which counts each question.
+
+A reply's calls run one at a time (``allow_concurrent_invocation=False``): the framework's default
+runs them at once, a synchronous tool on a worker thread (``asyncio.to_thread``) each, in an order
+that differs from run to run, which the sweep refuses.
 
 Crash points, besides the service's own ``accepted``: before and after the model's reply
-(``model-asked``, ``model-replied``) and on each side of every checkpoint write (``save``,
-``save-done``). Only this module imports the Agent Framework.
+(``model-asked``, ``model-replied``), after the person's answer (``approved``), and on each side of
+every checkpoint write (``save``, ``save-done``). Only this module imports the Agent Framework.
 """
 
 from __future__ import annotations
@@ -26,7 +34,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from agent_framework import (
     Agent,
@@ -49,6 +57,7 @@ from crashlab.job import Job
 from crashlab.runtimes import http
 
 WORKFLOW = "triage-workflow"
+ApprovalMode = Literal["always_require", "never_require"]
 KEY = "crashlab-idempotency-key"
 
 
@@ -105,18 +114,19 @@ class Keying(FunctionMiddleware):
         await call_next()
 
 
-def tools() -> list[Any]:
-    """The job's tools, over HTTP; each changing request carries the key `Keying` made, if it ran."""
+def tools(approval: ApprovalMode) -> list[Any]:
+    """The job's tools, over HTTP; each changing request carries the key `Keying` made, if it ran. The changing
+    ones wait for a person's approval when `approval` is ``"always_require"``."""
 
     def key(ctx: FunctionInvocationContext) -> str | None:
         return ctx.metadata.get(KEY)
 
-    @tool
+    @tool(approval_mode=approval)
     def create_issue(title: str, body: str, ctx: FunctionInvocationContext) -> int:
         """File an issue; its number."""
         return http.create_issue(title, body, key=key(ctx))
 
-    @tool
+    @tool(approval_mode=approval)
     def comment(issue: int, body: str, ctx: FunctionInvocationContext) -> int:
         """Comment on an issue; the comment's number."""
         return http.comment(issue, body, key=key(ctx))
@@ -131,15 +141,17 @@ def tools() -> list[Any]:
 
 @dataclass(frozen=True)
 class Setting:
-    """One row: the tools plain or keyed, and whether one reply's calls run concurrently."""
+    """One row: the tools plain or keyed, whether a reply's calls run concurrently, and whether they need approval."""
 
     keyed: bool = False
     concurrent: bool = False  # allow_concurrent_invocation; the framework's default is True
+    approval: ApprovalMode = "never_require"  # the changing tools' approval_mode; "never_require" is the default
 
 
 SETTINGS = {
     "msagent-plain": Setting(),
     "msagent-keyed": Setting(keyed=True),
+    "msagent-approval": Setting(approval="always_require"),
 }
 
 
@@ -148,17 +160,30 @@ async def agent(slug: str, run: Run) -> None:
     setting, job = SETTINGS[slug], run.job
     assert run.directory is not None
     storage = KilledStorage(run.directory / "checkpoints")
-    chat = Agent(ScriptedClient(job, setting.concurrent), name="triage", tools=tools(),
+    chat = Agent(ScriptedClient(job, setting.concurrent), name="triage", tools=tools(setting.approval),
                  middleware=[Keying()] if setting.keyed else None)
     workflow = WorkflowBuilder(name=WORKFLOW, start_executor=chat, checkpoint_storage=storage).build()
     latest = await storage.get_latest(workflow_name=WORKFLOW)
     if latest is None:
-        await workflow.run(job.description or job.name)
+        result = await workflow.run(job.description or job.name)
     else:
-        await workflow.run(checkpoint_id=latest.checkpoint_id)
+        result = await workflow.run(checkpoint_id=latest.checkpoint_id)
+    while requests := result.get_request_info_events():
+        result = await workflow.run(responses={r.request_id: approve(r.data) for r in requests})
+
+
+def approve(request: Content) -> Content:
+    """The person's answer to an approval request the workflow paused on, asked through crashlab's service (which
+    counts each time a person is asked)."""
+    call = request.function_call
+    assert call is not None and call.call_id is not None
+    approved = http.approve(f"{call.name} {call.call_id}")
+    crashlab.point("approved")
+    return request.to_function_approval_response(approved=approved)
 
 
 def entry(slug: str, run: Run) -> None:
-    """One process: the workflow on a fresh event loop."""
+    """One process: the workflow on a fresh event loop (the framework logs every warning of a dying run, which
+    would bury a sweep's output)."""
     logging.getLogger("agent_framework").setLevel(logging.CRITICAL)
     asyncio.run(agent(slug, run))
