@@ -10,14 +10,16 @@ kill between the person's answer and the checkpoint that records it asks the per
 
 import pytest
 
+from crashlab.durable.fuse import unusable
+
 pytestmark = pytest.mark.slow
 
 APPROVALS = 3  # the uninterrupted approval row asks the person about A, B and C, once each
 
 
-def sweep_variants(job, depth=1):
-    """Each of the framework's rows, killed for real at every point (its framework is imported when a test runs:
-    collecting the fast suite should not pay for it)."""
+def sweep_variants(job, depth=1, faults=(), slugs=None):
+    """Each of the framework's rows (or those `slugs` names), killed for real at every point (its framework is
+    imported when a test runs: collecting the fast suite should not pay for it)."""
     from crashlab.api import Swept
     from crashlab.engine.scenario import Setup
     from crashlab.engine.sweep import sweep_all
@@ -25,7 +27,8 @@ def sweep_variants(job, depth=1):
     from crashlab.loops import FAMILIES
     from crashlab.runners import RunnerSpec
 
-    setups = [Setup(variant, job, Faults.of(())) for variant in FAMILIES["msagent"].values()]
+    setups = [Setup(variant, job, Faults.of(faults)) for slug, variant in FAMILIES["msagent"].items()
+              if slugs is None or slug in slugs]
     return [Swept(s) for s in sweep_all(setups, RunnerSpec("forked"), depth=depth, workers=2)]
 
 
@@ -79,10 +82,23 @@ def test_a_kill_between_the_persons_answer_and_its_checkpoint_asks_the_person_ag
     assert all(s.outcome.approvals == 0 for s in swept["msagent-plain"].scenarios)
 
 
-def test_keyed_with_the_session_and_call_id_no_kill_duplicates_or_loses_anything(swept):
-    keyed = swept["msagent-keyed"]
+@pytest.mark.parametrize("slug", ["msagent-keyed", "msagent-named"])
+def test_keyed_with_the_session_and_call_id_no_kill_duplicates_or_loses_anything(swept, slug):
+    keyed = swept[slug]
     assert keyed.points == swept["msagent-plain"].points and keyed.flaky == 0
     assert (keyed.dups, keyed.missing, keyed.failures()) == (0, 0, [])
+
+
+@pytest.mark.skipif(bool(unusable()), reason=f"FUSE is not usable here: {unusable()}")
+def test_a_power_cut_takes_the_unsynced_checkpoint_and_with_it_the_generated_session_id(swept, triage):
+    """FileCheckpointStorage writes a temporary file and renames it, with no fsync of either: a cut takes the
+    checkpoint back, the restart starts over with a new generated session ID, and its keys match nothing. A session
+    named by the caller keeps its keys."""
+    from crashlab.faults.power_cut import PowerCut
+
+    keyed, named = sweep_variants(triage, faults=[PowerCut.configured()], slugs={"msagent-keyed", "msagent-named"})
+    assert keyed.dups > 0 and keyed.missing == 0 and keyed.dups >= swept["msagent-plain"].dups
+    assert (named.dups, named.missing, named.failures()) == (0, 0, [])
 
 
 def test_sweep_loop_msagent_needs_kill_and_explain_tells_a_scenario(cli):

@@ -38,6 +38,8 @@ from typing import Any, Literal
 
 from agent_framework import (
     Agent,
+    AgentExecutor,
+    AgentSession,
     BaseChatClient,
     ChatResponse,
     Content,
@@ -146,12 +148,14 @@ class Setting:
     keyed: bool = False
     concurrent: bool = False  # allow_concurrent_invocation; the framework's default is True
     approval: ApprovalMode = "never_require"  # the changing tools' approval_mode; "never_require" is the default
+    named: bool = False  # the agent's session named by the caller (the job's run ID), not generated
 
 
 SETTINGS = {
     "msagent-plain": Setting(),
     "msagent-keyed": Setting(keyed=True),
     "msagent-approval": Setting(approval="always_require"),
+    "msagent-named": Setting(keyed=True, named=True),
 }
 
 
@@ -162,7 +166,9 @@ async def agent(slug: str, run: Run) -> None:
     storage = KilledStorage(run.directory / "checkpoints")
     chat = Agent(ScriptedClient(job, setting.concurrent), name="triage", tools=tools(setting.approval),
                  middleware=[Keying()] if setting.keyed else None)
-    workflow = WorkflowBuilder(name=WORKFLOW, start_executor=chat, checkpoint_storage=storage).build()
+    session = AgentSession(session_id=job.run) if setting.named else None
+    workflow = WorkflowBuilder(name=WORKFLOW, start_executor=AgentExecutor(chat, session=session),
+                               checkpoint_storage=storage).build()
     latest = await storage.get_latest(workflow_name=WORKFLOW)
     if latest is None:
         result = await workflow.run(job.description or job.name)
