@@ -37,3 +37,8 @@ def comment(issue: int, body: str, key: str | None = None) -> int:
 
 def search(query: str) -> list[int]:
     return [found["number"] for found in _send("GET", "/search?" + urllib.parse.urlencode({"q": query}))["issues"]]
+
+
+def approve(action: str) -> bool:
+    """Ask the person to approve an action before it is taken; their decision."""
+    return bool(_send("POST", "/person/approvals", {"action": action})["approved"])
