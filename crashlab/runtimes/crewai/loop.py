@@ -16,8 +16,9 @@ made of CrewAI's own durable IDs: the flow's state ID and the call ID.
 
 Crash points, besides the service's own ``accepted``: ``step`` as each method starts, and ``save``
 and ``saved`` on each side of every state save (`KilledPersistence`). Telemetry and tracing are
-off (their environment switches, and ``tracing=False``): nothing leaves the machine. Only this
-module imports CrewAI.
+off (their environment switches, and ``tracing=False``): nothing leaves the machine. Nothing is
+left outside the run directory either: CrewAI's storage directory (a Flow's memory) and its lock
+files go there. Only this module imports CrewAI.
 """
 
 from __future__ import annotations
@@ -25,7 +26,10 @@ from __future__ import annotations
 import os
 import types
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
+from hashlib import md5
+from pathlib import Path
 from typing import Any, Literal
 
 # CrewAI reads these when it would send something; set before it is imported, in every process.
@@ -35,6 +39,8 @@ os.environ.update(CREWAI_DISABLE_TELEMETRY="true", CREWAI_DISABLE_TRACKING="true
 from crewai.flow.flow import Flow, FlowState, listen, start
 from crewai.flow.persistence import SQLiteFlowPersistence, persist
 from crewai.memory.storage import lancedb_storage  # noqa: F401  (see `entry`)
+from crewai_core.lock_store import set_lock_backend
+from portalocker import Lock
 from pydantic import BaseModel, Field
 
 import crashlab
@@ -128,6 +134,16 @@ def flow_class(job: Job, setting: Setting, persistence: SQLiteFlowPersistence) -
     return cls
 
 
+def locks_in(directory: Path) -> Callable[..., AbstractContextManager[Any]]:
+    """CrewAI's named locks (it takes one around each save) as files in `directory`: by default each is a file
+    in the system's temporary directory, one per database, left behind by every run."""
+
+    def backend(name: str, timeout: float) -> AbstractContextManager[Any]:
+        return Lock(str(directory / f"lock-{md5(name.encode(), usedforsecurity=False).hexdigest()}"), timeout=timeout)
+
+    return backend
+
+
 def entry(slug: str, run: Run) -> None:
     """One process of the flow: kick it off by its ID, which starts it or restores its saved state."""
     setting, job = SETTINGS[slug], run.job
@@ -136,6 +152,7 @@ def entry(slug: str, run: Run) -> None:
     # directory unless CREWAI_STORAGE_DIR says): the run's directory, so no state outlives the run. Its
     # module is imported with this one, in the warm parent, so no forked process pays for LanceDB.
     os.environ["CREWAI_STORAGE_DIR"] = str(run.directory)
+    set_lock_backend(locks_in(run.directory))
     persistence = KilledPersistence(db_path=str(run.directory / "flows.sqlite"))
     flow = flow_class(job, setting, persistence)(tracing=False, suppress_flow_events=True)
     flow.kickoff(inputs={"id": FLOW_ID})
