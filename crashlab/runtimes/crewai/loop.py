@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import os
 import types
+import warnings
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -47,6 +48,10 @@ import crashlab
 from crashlab.engine.run import Run
 from crashlab.job import Job, Turn
 from crashlab.runtimes import http
+
+# LanceDB warns at each fork that one could deadlock if its runtime was mid-operation: in the process that
+# forks, LanceDB is only imported (each forked process opens its own store), so nothing is mid-operation.
+warnings.filterwarnings("ignore", message="lancedb fork support is experimental", category=RuntimeWarning)
 
 FLOW_ID = "triage-flow"
 
