@@ -18,7 +18,8 @@ Crash points, besides the service's own ``accepted``: ``step`` as each method st
 and ``saved`` on each side of every state save (`KilledPersistence`). Telemetry and tracing are
 off (their environment switches, and ``tracing=False``): nothing leaves the machine. Nothing is
 left outside the run directory either: CrewAI's storage directory (a Flow's memory) and its lock
-files go there. Only this module imports CrewAI.
+files go there (importing CrewAI still makes an empty directory in the user's data directory, named
+after the working directory). What CrewAI prints goes to /dev/null. Only this module imports CrewAI.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ import os
 import types
 import warnings
 from collections.abc import Callable
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, redirect_stdout
 from dataclasses import dataclass
 from hashlib import md5
 from pathlib import Path
@@ -160,4 +161,7 @@ def entry(slug: str, run: Run) -> None:
     set_lock_backend(locks_in(run.directory))
     persistence = KilledPersistence(db_path=str(run.directory / "flows.sqlite"))
     flow = flow_class(job, setting, persistence)(tracing=False, suppress_flow_events=True)
-    flow.kickoff(inputs={"id": FLOW_ID})
+    # CrewAI prints what it restores ("Loading flow state from memory for UUID: ...") on stdout, which is
+    # crashlab's (a sweep's table, explain's JSON): the story is in the crash points.
+    with open(os.devnull, "w") as quiet, redirect_stdout(quiet):
+        flow.kickoff(inputs={"id": FLOW_ID})
