@@ -7,9 +7,11 @@ RUNTIME = Runtime(
     rows={
         "llamaindex-plain": "LlamaIndex FunctionAgent, plain tools",
         "llamaindex-keyed": "LlamaIndex FunctionAgent, keyed tools",
+        "llamaindex-json": "LlamaIndex FunctionAgent, JSON-only context",
     },
     notes={
         "llamaindex-keyed": "key: run ID and tool ID",
+        "llamaindex-json": "ctx.to_dict()'s default JsonSerializer: the agent's memory is not saved",
     },
     guarantee="A step that was mid-execution when you captured the state is rewound and runs again from the top. "
               "Resume is at-least-once, and step side effects need to be safe to repeat.",

@@ -31,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sqlite3
+import warnings
 from collections.abc import AsyncGenerator, Generator, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -49,9 +50,10 @@ from llama_index.core.llms.function_calling import FunctionCallingLLM
 from llama_index.core.llms.llm import ToolSelection
 from llama_index.core.tools import BaseTool
 from llama_index.core.utils import get_tokenizer
-from llama_index.core.workflow import Context, JsonPickleSerializer
+from llama_index.core.workflow import Context, JsonPickleSerializer, JsonSerializer
 from pydantic import PrivateAttr
 from workflows import step
+from workflows.context.state_store import UnserializableKeyWarning
 from workflows.events import StepState, StepStateChanged
 
 import crashlab
@@ -196,22 +198,25 @@ class Snapshots:
 
 @dataclass(frozen=True)
 class Setting:
-    """One row: the tools plain or keyed."""
+    """One row: the tools plain or keyed, and the serializer of the saved context."""
 
     keyed: bool = False
+    pickle: bool = True  # JsonPickleSerializer; False: ctx.to_dict()'s default, JsonSerializer
 
 
-#: The rows: the agent as a user writes it, and the same with keys from LlamaIndex's own IDs.
+#: The rows: the agent as a user writes it, the same with keys from LlamaIndex's own IDs, and the
+#: context saved with ``to_dict()``'s default serializer, which skips what JSON cannot hold.
 SETTINGS = {
     "llamaindex-plain": Setting(),
     "llamaindex-keyed": Setting(keyed=True),
+    "llamaindex-json": Setting(pickle=False),
 }
 
 
-async def agent_run(job: Job, keyed: bool, snapshots: Snapshots) -> None:
+async def agent_run(job: Job, setting: Setting, snapshots: Snapshots) -> None:
     """Start the run, or continue it from its last saved context; save the context each time a step finishes."""
-    agent = TriageAgent(llm=ScriptedLLM(job), tools=tools(keyed))
-    serializer = JsonPickleSerializer()
+    agent = TriageAgent(llm=ScriptedLLM(job), tools=tools(setting.keyed))
+    serializer = JsonPickleSerializer() if setting.pickle else JsonSerializer()
     saved = snapshots.load(RUN_ID)
     if saved is None:
         handler = agent.run(user_msg=job.description or job.name, run_id=RUN_ID)
@@ -232,8 +237,10 @@ def entry(slug: str, run: Run) -> None:
     # The saved memory's tokenizer is tiktoken's, which unpickling loads by name, from the network
     # unless loaded already: LlamaIndex's own loader reads the copy it ships, and keeps it loaded.
     get_tokenizer()
+    # JSON-only, LlamaIndex warns in each process that it leaves the memory out; the stuck restart tells it.
+    warnings.filterwarnings("ignore", category=UnserializableKeyWarning)
     snapshots = Snapshots(run.directory / "snapshots.sqlite")
     try:
-        asyncio.run(agent_run(run.job, setting.keyed, snapshots))
+        asyncio.run(agent_run(run.job, setting, snapshots))
     finally:
         snapshots.close()
