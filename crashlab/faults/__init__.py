@@ -194,6 +194,10 @@ class Fault:
         """An event of this fault's own, as a scenario's story tells it."""
         return None
 
+    def schedule(self) -> tuple[int, ...] | None:
+        """The schedule of the first process's threads (`crashlab.engine.schedule`), if it names one."""
+        return None
+
     def serve(self, serving: Serving) -> Serving | None:
         """How crashlab's service runs under this fault, for a loop whose tools call it; None while the
         fault has no form there (a sweep of such a loop under it is then refused)."""
@@ -293,6 +297,12 @@ class Faults:
         for fault in self.members:
             state = fault.begin(earlier) or state
         return state
+
+    def schedule(self, process: int) -> tuple[int, ...]:
+        """The schedule of process `process`'s threads: the one a fault names for the first, else the default."""
+        if process != 1:
+            return ()
+        return next((s for f in self.members if (s := f.schedule()) is not None), ())
 
     def serving(self) -> Serving:
         """How crashlab's service runs under every member; a member with no form there is refused in one line."""
