@@ -177,9 +177,9 @@ class Scheduler:
                                    f"from, not {pick}")
             chosen = can[pick - 1]
             self.decisions += 1
-            if self.note is not None:
+            if self.note is not None:  # at a point, another thread than `me` preempts it; elsewhere none does
                 self.note("schedule", f"thread {chosen.number}", options=len(can), chose=pick,
-                          threads=[t.number for t in can])
+                          threads=[t.number for t in can], preempts=can[0] is me)
         self.holder = chosen
         chosen.state = "granted"
         self.lock.notify_all()

@@ -194,6 +194,10 @@ class Fault:
         """An event of this fault's own, as a scenario's story tells it."""
         return None
 
+    def explored(self, sweep: VariantSweep) -> str:
+        """What a table's ``orders`` column says of the schedules `sweep` ran under this fault, if anything."""
+        return ""
+
     def schedule(self) -> tuple[int, ...] | None:
         """The schedule of the first process's threads (`crashlab.engine.schedule`), if it names one."""
         return None

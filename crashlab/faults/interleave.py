@@ -14,13 +14,14 @@ decision, and dies at its fifth crash point). Restarts run the default schedule.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, ClassVar
 
 from crashlab.errors import BadInput
 from crashlab.faults import Capability, Fault, Serving
 
 if TYPE_CHECKING:
+    from crashlab.engine.scenario import ScenarioRun
     from crashlab.engine.tree import VariantSweep
 
 #: How many schedules a sweep under the fault runs at most, the default's included; the environment's
@@ -28,13 +29,24 @@ if TYPE_CHECKING:
 LIMIT = int(os.environ.get("CRASHLAB_INTERLEAVINGS", "8"))
 
 
-def schedules(decisions: Iterable[int], limit: int = LIMIT) -> tuple[list[tuple[int, ...]], int]:
+def schedules(decisions: Sequence[tuple[int, bool]], limit: int = LIMIT) -> tuple[list[tuple[int, ...]], int]:
     """The schedules one departure from the default makes, the default first, up to `limit`, and how many
-    there are: `decisions` is the number of options at each decision of the default run."""
-    found: list[tuple[int, ...]] = [(1,)]
-    for k, options in enumerate(decisions):
-        found += [(1,) * k + (pick,) for pick in range(2, options + 1)]
+    there are. `decisions` is each decision of the default run: its number of options, and whether taking
+    another preempts a thread at a crash point. As CHESS orders them, the departures that preempt no
+    thread (another task begins when one blocks or ends: another order of a reply's calls) come first,
+    in the order of the run, and then those that preempt one."""
+    free = [(1,) * k + (pick,) for k, (options, preempts) in enumerate(decisions) if not preempts
+            for pick in range(2, options + 1)]
+    preempting = [(1,) * k + (pick,) for k, (options, preempts) in enumerate(decisions) if preempts
+                  for pick in range(2, options + 1)]
+    found = [(1,), *free, *preempting]
     return found[:limit], len(found)
+
+
+def decisions_of(run: ScenarioRun) -> list[tuple[int, bool]]:
+    """The decisions of `run`'s first process, as `schedules` takes them."""
+    return [(int(e.detail["options"]), bool(e.detail.get("preempts"))) for e in run.points.events
+            if e.kind == "schedule" and e.process == 1]
 
 
 class Interleave(Fault):
@@ -48,7 +60,7 @@ class Interleave(Fault):
     def configured(cls, value: str | None = None) -> Fault:
         """Every schedule in turn, in a sweep; the one `value` names, in a scenario's ID."""
         parts = value.split(".") if value else []
-        if not all(p.isascii() and p.isdigit() and 0 < int(p) and len(p) < 4 for p in parts) or len(parts) > 10_000:
+        if not all(p.isascii() and p.isdigit() and int(p) > 0 and len(p) < 4 for p in parts) or len(parts) > 10_000:
             raise BadInput(f"+interleave={value}: a schedule is the option taken at each decision, from 1, "
                            "dot-joined (=1, =1.2, ...)")
         while len(parts) > 1 and parts[-1] == "1":
@@ -59,9 +71,13 @@ class Interleave(Fault):
         return tuple(int(p) for p in self.values)
 
     def variations(self, without: VariantSweep) -> Iterable[Fault]:
-        decisions = [int(e.detail["options"]) for e in without.first.points.events
-                     if e.kind == "schedule" and e.process == 1]
-        return [Interleave(".".join(map(str, picks))) for picks in schedules(decisions)[0]]
+        return [Interleave(".".join(map(str, picks))) for picks in schedules(decisions_of(without.first))[0]]
+
+    def explored(self, sweep: VariantSweep) -> str:
+        """How many schedules the sweep ran, of how many one departure from the default makes."""
+        if self.value:
+            return f"={self.value}"
+        return f"{len(sweep.trees)} of {schedules(decisions_of(sweep.first))[1]}"
 
     def serve(self, serving: Serving) -> Serving:
         return serving

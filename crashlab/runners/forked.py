@@ -35,8 +35,8 @@ from crashlab.durable.store import FileStore
 from crashlab.engine.death import Choice, Left, chosen
 from crashlab.engine.points import Crash, Event, Recorder, Where, recording
 from crashlab.engine.run import Run
-from crashlab.engine.schedule import scheduling
 from crashlab.engine.scenario import ScenarioRun, Setup, check_death, check_finished
+from crashlab.engine.schedule import scheduling
 from crashlab.engine.variant import RunnerKind
 from crashlab.errors import HarnessError
 from crashlab.runners import TIME_LIMIT

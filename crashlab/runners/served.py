@@ -31,8 +31,8 @@ from crashlab.durable.store import FileStore
 from crashlab.engine.death import Choice, Left, NoSuchChoice
 from crashlab.engine.points import Crash, Event, Recorder, Where, recording
 from crashlab.engine.run import Run
-from crashlab.engine.schedule import scheduling
 from crashlab.engine.scenario import Setup
+from crashlab.engine.schedule import scheduling
 from crashlab.errors import HarnessError
 from crashlab.faults import Serving
 from crashlab.runners import TIME_LIMIT
