@@ -20,7 +20,8 @@ which only the baton's holder can change. So the decision depends on nothing but
 the threads did, and a run repeats itself. The default is a thread's own turn: the one that yields
 at a point goes on, and when it blocks or ends, the first thread by its number (the loop's own
 thread is 0; each task its number in the order of submission). A decision with more than one
-thread to choose from is noted (``schedule``), and `picks` can choose otherwise: the k-th entry
+thread to choose from is noted (``schedule``, as is each change of thread without one, so that
+the story says which thread passed each point), and `picks` can choose otherwise: the k-th entry
 (from 1) is the option taken at the k-th such decision, so a schedule is a list of small numbers,
 and any schedule a sweep ran is replayed from it.
 
@@ -180,6 +181,9 @@ class Scheduler:
             if self.note is not None:  # at a point, another thread than `me` preempts it; elsewhere none does
                 self.note("schedule", f"thread {chosen.number}", options=len(can), chose=pick,
                           threads=[t.number for t in can], preempts=can[0] is me)
+        elif chosen is not me and self.note is not None:  # no choice, but the story says who runs from here
+            self.note("schedule", f"thread {chosen.number}", options=1, chose=1, threads=[chosen.number],
+                      preempts=False)
         self.holder = chosen
         chosen.state = "granted"
         self.lock.notify_all()

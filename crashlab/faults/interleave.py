@@ -3,10 +3,10 @@
 A loop that runs its tool calls on threads is scheduled by the harness (`crashlab.engine.schedule`):
 one thread runs at a time, and at each crash point, task start and end, and wait on another thread,
 a decision names which goes on. The plain sweep runs the default schedule (a thread goes on until it
-blocks or ends, then the first by number). Under this fault, the sweep also runs every schedule that
-departs from the default at one decision of the uninterrupted run, each a tree of its own (the
-schedules CHESS bounds by one preemption), up to `LIMIT` of them, the default first. Its value is
-the schedule: the option taken at each decision with several, from 1, dot-joined
+blocks or ends, then the first by number). Under this fault, the sweep also runs the schedules that
+depart from the default at one decision of the uninterrupted run, each a tree of its own, up to
+`LIMIT` of them, the default first, in the order `schedules` gives (CHESS's: no preemption first).
+Its value is the schedule: the option taken at each decision with several, from 1, dot-joined
 (``langgraph-parallel+interleave=1.1.2:5``: the first process takes the second thread at its third
 decision, and dies at its fifth crash point). Restarts run the default schedule.
 """
@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
+from crashlab.engine.scenario import EFFECTS
 from crashlab.errors import BadInput
 from crashlab.faults import Capability, Fault, Serving
 
@@ -29,24 +31,50 @@ if TYPE_CHECKING:
 LIMIT = int(os.environ.get("CRASHLAB_INTERLEAVINGS", "8"))
 
 
-def schedules(decisions: Sequence[tuple[int, bool]], limit: int = LIMIT) -> tuple[list[tuple[int, ...]], int]:
+@dataclass(frozen=True)
+class Decision:
+    """One decision of the default run: how many threads it chose from, whether taking another than the first
+    preempts a thread at a crash point, and what two of those threads are seen to do in that run: 2 if two
+    make requests (another order of the calls reaches the world), 1 if two pass crash points, else 0 (a
+    departure between threads that do nothing the harness sees changes nothing it counts)."""
+
+    options: int
+    preempts: bool
+    seen: int
+
+
+def schedules(decisions: Sequence[Decision], limit: int | None = None) -> tuple[list[tuple[int, ...]], int]:
     """The schedules one departure from the default makes, the default first, up to `limit`, and how many
-    there are. `decisions` is each decision of the default run: its number of options, and whether taking
-    another preempts a thread at a crash point. As CHESS orders them, the departures that preempt no
-    thread (another task begins when one blocks or ends: another order of a reply's calls) come first,
-    in the order of the run, and then those that preempt one."""
-    free = [(1,) * k + (pick,) for k, (options, preempts) in enumerate(decisions) if not preempts
-            for pick in range(2, options + 1)]
-    preempting = [(1,) * k + (pick,) for k, (options, preempts) in enumerate(decisions) if preempts
-                  for pick in range(2, options + 1)]
-    found = [(1,), *free, *preempting]
-    return found[:limit], len(found)
+    there are. As CHESS orders them, the departures that preempt no thread (another task begins when one
+    blocks or ends) come before those that preempt one; among each, those between threads seen to do
+    more come first (`Decision.seen`); and then the order of the run."""
+    departures = sorted(((d.preempts, -d.seen, k, pick) for k, d in enumerate(decisions)
+                         for pick in range(2, d.options + 1)))
+    found = [(1,), *((1,) * k + (pick,) for _, _, k, pick in departures)]
+    return found[: LIMIT if limit is None else limit], len(found)
 
 
-def decisions_of(run: ScenarioRun) -> list[tuple[int, bool]]:
-    """The decisions of `run`'s first process, as `schedules` takes them."""
-    return [(int(e.detail["options"]), bool(e.detail.get("preempts"))) for e in run.points.events
-            if e.kind == "schedule" and e.process == 1]
+def decisions_of(run: ScenarioRun) -> list[Decision]:
+    """The decisions of `run`'s first process, as `schedules` takes them: which thread did what is read from the
+    story, where each change of thread is noted."""
+    events = [e for e in run.points.events if e.process == 1]
+    requests: set[int] = set()
+    points: set[int] = set()
+    thread = 0
+    for e in events:
+        if e.kind == "schedule":
+            thread = int(e.label.split()[-1])
+        elif e.kind == "point":
+            points.add(thread)
+        elif e.kind in EFFECTS:
+            requests.add(thread)
+    decisions = []
+    for e in events:
+        if e.kind == "schedule" and int(e.detail["options"]) > 1:
+            threads = set(e.detail["threads"])
+            seen = 2 if len(requests & threads) > 1 else 1 if len(points & threads) > 1 else 0
+            decisions.append(Decision(int(e.detail["options"]), bool(e.detail["preempts"]), seen))
+    return decisions
 
 
 class Interleave(Fault):
