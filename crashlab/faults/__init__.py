@@ -103,6 +103,9 @@ class Fault:
     #: forked runner then keeps its run directory on the power-cut layer (`crashlab.durable.fuse`), and
     #: each death leaves there only what the loop's syncs made durable.
     cuts: ClassVar[bool] = False
+    #: Whether `--fault all` (the fault matrix) sweeps it: not a fault that only explores what a loop already
+    #: does (the schedules of its threads), which changes nothing in a loop with one thread.
+    in_matrix: ClassVar[bool] = True
 
     @classmethod
     def configured(cls, value: str | None = None) -> Fault:
@@ -355,7 +358,7 @@ class Faults:
 def every_setting() -> list[Faults]:
     """Every fault alone, at each value of its first setting (the others at their defaults): what `--fault
     all` sweeps, the fault matrix's columns."""
-    return [Faults.of([fault.configured(value)]) for fault in registry().values()
+    return [Faults.of([fault.configured(value)]) for fault in registry().values() if fault.in_matrix
             for value in (fault.settings[0].choices if fault.settings else (None,))]
 
 

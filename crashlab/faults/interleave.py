@@ -83,6 +83,7 @@ class Interleave(Fault):
     adds = ("the default schedule, and each schedule that departs from it at one decision of the uninterrupted "
             f"run, up to {LIMIT} (ID SLUG+interleave=P.Q.R:I, each the thread taken at a decision)")
     needs: ClassVar[frozenset[Capability]] = frozenset()
+    in_matrix: ClassVar[bool] = False
 
     @classmethod
     def configured(cls, value: str | None = None) -> Fault:
