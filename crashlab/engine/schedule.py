@@ -179,11 +179,13 @@ class Scheduler:
             chosen = can[pick - 1]
             self.decisions += 1
             if self.note is not None:  # at a point, another thread than `me` preempts it; elsewhere none does
-                self.note("schedule", f"thread {chosen.number}", options=len(can), chose=pick,
+                among = ", ".join(str(t.number) for t in can)
+                self.note("schedule", f"thread {chosen.number} goes on: decision {self.decisions}, option {pick} "
+                          f"of threads {among}", thread=chosen.number, options=len(can), chose=pick,
                           threads=[t.number for t in can], preempts=can[0] is me)
         elif chosen is not me and self.note is not None:  # no choice, but the story says who runs from here
-            self.note("schedule", f"thread {chosen.number}", options=1, chose=1, threads=[chosen.number],
-                      preempts=False)
+            self.note("schedule", f"thread {chosen.number} goes on", thread=chosen.number, options=1, chose=1,
+                      threads=[chosen.number], preempts=False)
         self.holder = chosen
         chosen.state = "granted"
         self.lock.notify_all()

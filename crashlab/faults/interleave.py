@@ -63,7 +63,7 @@ def decisions_of(run: ScenarioRun) -> list[Decision]:
     thread = 0
     for e in events:
         if e.kind == "schedule":
-            thread = int(e.label.split()[-1])
+            thread = int(e.detail["thread"])
         elif e.kind == "point":
             points.add(thread)
         elif e.kind in EFFECTS:
