@@ -37,16 +37,19 @@ def test_the_sqlite_tracker_takes_requests_from_many_threads_at_once(tmp_path):
 
 
 def pooled(labels: list[str], nested: bool = False) -> None:
-    """Three calls on a pool, each passing two points, after a random sleep that would reorder them."""
+    """Three calls on a pool, each passing two points, after a random spin that would reorder them."""
     import os
-    import time
 
     import crashlab
 
+    def spin() -> None:  # not a sleep, which the scheduler sees: a while of work the OS could preempt
+        for _ in range(os.urandom(1)[0] * 200):
+            pass
+
     def call(name: str) -> str:
-        time.sleep(os.urandom(1)[0] / 50_000)
+        spin()
         crashlab.point(f"{name}-sent")
-        time.sleep(os.urandom(1)[0] / 50_000)
+        spin()
         crashlab.point(f"{name}-saved")
         return name
 
@@ -156,3 +159,26 @@ def test_a_loop_of_yours_with_calls_on_threads_sweeps_deterministically(monkeypa
     row = runs[0].row()
     assert row.flaky == 0 and row.orders.startswith("4 of ") and row.dups > 0
     assert len(first_duplicated(runs[0])) > 1
+
+
+def test_a_thread_that_polls_with_sleep_lets_the_task_it_waits_for_run():
+    """DBOS's thread polls its database for a workflow's result, which a pool task computes: a sleep hands on."""
+    import time
+
+    import crashlab
+    from crashlab.engine.points import recording
+    from crashlab.engine.schedule import scheduling
+
+    done: list[str] = []
+
+    def workflow() -> None:
+        crashlab.point("step")
+        done.append("step")
+
+    points = Recorder()
+    points.start_process()
+    with recording(points), scheduling((), points.note), ThreadPoolExecutor() as pool:
+        pool.submit(workflow)
+        while not done:
+            time.sleep(0.001)
+    assert done == ["step"] and [e.label for e in points.points()] == ["step"]

@@ -10,7 +10,9 @@ runs; every other waits for it. A thread hands the baton on only where the sched
 - at the start and the end of a task submitted to a `concurrent.futures.ThreadPoolExecutor`
   (its done callbacks included, which is where LangGraph saves a call's result);
 - where it would block on another thread: `threading.Event.wait` (so `concurrent.futures.wait`
-  and `as_completed`, which wait on one), `Future.result` and `Future.exception`.
+  and `as_completed`, which wait on one), `Future.result` and `Future.exception`;
+- where it sleeps (`time.sleep`), as a loop that polls for another thread's work does (DBOS polls
+  its database for a workflow's result): every other thread that can go on goes first.
 
 Who takes the baton is a decision among the threads that can run: those waiting at a point, the
 tasks submitted and not yet begun, and those blocked whose condition now holds (the event set, the
@@ -36,6 +38,7 @@ from __future__ import annotations
 import concurrent.futures
 import concurrent.futures.thread
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -51,7 +54,7 @@ class Thread:
     """One participant: the loop's thread (0) or a task (1, 2, ... in the order of submission)."""
 
     number: int
-    state: str = "ready"  # "ready" (at a point, or not begun), "running", "blocked", "done"
+    state: str = "ready"  # "ready" (at a point, or not begun), "running", "blocked", "sleeping", "done"
     until: Callable[[], bool] = field(default=lambda: True)  # blocked: what lets it run again
     pool: Pool | None = None  # a task's pool, until it begins
 
@@ -146,12 +149,13 @@ class Scheduler:
             self._await(me)
 
     @contextmanager
-    def blocking(self, until: Callable[[], bool]) -> Iterator[None]:
-        """Around a wait on another thread: the baton goes on, and comes back once `until` holds."""
+    def blocking(self, until: Callable[[], bool], sleeping: bool = False) -> Iterator[None]:
+        """Around a wait on another thread: the baton goes on, and comes back once `until` holds. A thread that
+        is `sleeping` polls for what another does: it can go on at any time, but every other thread goes first."""
         with self.lock:
             me = self.mine() if self.others else None
             if me is not None:
-                me.state, me.until = "blocked", until
+                me.state, me.until = "sleeping" if sleeping else "blocked", until
                 self._decide(me)
         try:
             yield
@@ -165,7 +169,7 @@ class Scheduler:
     def _decide(self, me: Thread) -> None:
         """Give the baton to one of the threads that can run: `me` first if it can, then by number."""
         can = [t for t in self.threads.values() if self._can_run(t)]
-        can.sort(key=lambda t: (t is not me, t.number))
+        can.sort(key=lambda t: (0 if t is me and t.state == "ready" else 2 if t.state == "sleeping" else 1, t.number))
         if not can:
             self.holder = None  # every thread blocked on something the scheduler does not see, or done
             self.lock.notify_all()
@@ -182,7 +186,7 @@ class Scheduler:
                 among = ", ".join(str(t.number) for t in can)
                 self.note("schedule", f"thread {chosen.number} goes on: decision {self.decisions}, option {pick} "
                           f"of threads {among}", thread=chosen.number, options=len(can), chose=pick,
-                          threads=[t.number for t in can], preempts=can[0] is me)
+                          threads=[t.number for t in can], preempts=can[0] is me, sleeps=me.state == "sleeping")
         elif chosen is not me and self.note is not None:  # no choice, but the story says who runs from here
             self.note("schedule", f"thread {chosen.number} goes on", thread=chosen.number, options=1, chose=1,
                       threads=[chosen.number], preempts=False)
@@ -192,6 +196,8 @@ class Scheduler:
 
     @staticmethod
     def _can_run(t: Thread) -> bool:
+        if t.state == "sleeping":
+            return True
         if t.state == "blocked":
             return t.until()
         if t.state != "ready":
@@ -201,7 +207,7 @@ class Scheduler:
     def _await(self, me: Thread) -> None:
         """Wait (holding the lock's condition) until `me` holds the baton; a thread finds it free takes it."""
         while self.holder is not me:
-            if self.holder is None and me.state in ("ready", "blocked"):
+            if self.holder is None and me.state in ("ready", "blocked", "sleeping"):
                 self.holder = me
                 break
             self.lock.wait()
@@ -254,7 +260,7 @@ def _patch() -> None:
     _patched = True
     pool = concurrent.futures.ThreadPoolExecutor
     submit, run = pool.submit, concurrent.futures.thread._WorkItem.run
-    event_wait, start = threading.Event.wait, threading.Thread.start
+    event_wait, start, sleep = threading.Event.wait, threading.Thread.start, time.sleep
     result, exception = concurrent.futures.Future.result, concurrent.futures.Future.exception
 
     def scheduled_submit(self: Any, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
@@ -270,6 +276,12 @@ def _patch() -> None:
             return run(self, *args)  # the task, and its future's done callbacks
         finally:
             scheduler.end(fn.thread)
+
+    def scheduled_sleep(seconds: float) -> None:
+        if _scheduler is None or not _scheduler.others:
+            return sleep(seconds)
+        with _scheduler.blocking(lambda: True, sleeping=True):
+            return sleep(seconds)
 
     def scheduled_start(self: threading.Thread) -> None:
         _starting.active = True  # its wait for the new thread to start is on no participant: never a decision
@@ -296,6 +308,7 @@ def _patch() -> None:
     pool.submit = scheduled_submit  # type: ignore[method-assign]
     concurrent.futures.thread._WorkItem.run = scheduled_run  # type: ignore[method-assign]
     threading.Thread.start = scheduled_start  # type: ignore[method-assign]
+    time.sleep = scheduled_sleep  # type: ignore[assignment]
     threading.Event.wait = scheduled_wait  # type: ignore[method-assign]
     concurrent.futures.Future.result = waiting(result)  # type: ignore[method-assign]
     concurrent.futures.Future.exception = waiting(exception)  # type: ignore[method-assign]
