@@ -154,10 +154,10 @@ def test_a_loop_of_yours_with_calls_on_threads_sweeps_deterministically(monkeypa
     from .threaded_loop import EFFECTS, parallel
 
     setup = loop(parallel, EFFECTS, name="threaded")
-    runs = [interleaved_sweep([setup], 4, monkeypatch, share=False, repeat=2, strays_fail=False)[0] for _ in range(2)]
+    runs = [interleaved_sweep([setup], 7, monkeypatch, share=False, repeat=2, strays_fail=False)[0] for _ in range(2)]
     assert as_json(runs[0]) == as_json(runs[1])
     row = runs[0].row()
-    assert row.flaky == 0 and row.orders.startswith("4 of ") and row.dups > 0
+    assert row.flaky == 0 and row.orders.startswith("7 of ") and row.dups > 0
     assert len(first_duplicated(runs[0])) > 1
 
 

@@ -41,16 +41,15 @@ class Decision:
     options: int
     preempts: bool
     seen: int
-    sleeps: bool = False  # a thread that polls, sleeping, lets the others go first: rarely another order
+    sleeps: bool = False  # taken as a thread sleeps (the story says so; the order does not depend on it)
 
 
 def schedules(decisions: Sequence[Decision], limit: int | None = None) -> tuple[list[tuple[int, ...]], int]:
     """The schedules one departure from the default makes, the default first, up to `limit`, and how many
     there are. As CHESS orders them, the departures that preempt no thread (another task begins when one
     blocks or ends) come before those that preempt one; among each, those between threads seen to do
-    more come first (`Decision.seen`); and then the order of the run. Departures where a thread sleeps
-    come last of all."""
-    departures = sorted(((d.sleeps, d.preempts, -d.seen, k, pick) for k, d in enumerate(decisions)
+    more come first (`Decision.seen`); and then the order of the run."""
+    departures = sorted(((d.preempts, -d.seen, k, pick) for k, d in enumerate(decisions)
                          for pick in range(2, d.options + 1)))
     found = [(1,), *((1,) * k + (pick,) for *_, k, pick in departures)]
     return found[: LIMIT if limit is None else limit], len(found)
