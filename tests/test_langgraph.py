@@ -76,7 +76,8 @@ def test_sweep_loop_langgraph_needs_kill_and_prints_every_row(cli):
     assert (code, out) == (2, "") and "langgraph-plain runs only under the forked runner (--kill)" in err
     code, out, err = cli("sweep", "--loop", "langgraph", "--kill", "--depth", "1", "--format", "json")
     rows = {row["variant"]: row for row in json.loads(out)}
-    assert code == 0 and set(rows) == {"langgraph-plain", "langgraph-keyed", "langgraph-v1", "langgraph-exit"}
+    assert code == 0 and set(rows) == {"langgraph-plain", "langgraph-keyed", "langgraph-v1", "langgraph-exit",
+                                       "langgraph-parallel"}
     keyed = rows["langgraph-keyed"]
     assert rows["langgraph-plain"]["dups"] > 0 and keyed["dups"] == keyed["missing"] == 0
 

@@ -166,7 +166,8 @@ def sweep(job_spec: str, loop: str | None, variant: str | None, tracker: str | N
 
 def columns_for(variants: list[Variant], depth: int, rows: list[Row]) -> tables.Columns:
     faulted = any(r.faults != "crash" for r in rows)
-    return tables.columns_for([v.table for v in variants], depth, any(r.uncrashed for r in rows), faulted)
+    return tables.columns_for([v.table for v in variants], depth, any(r.uncrashed for r in rows), faulted,
+                              any(r.orders for r in rows))
 
 
 def swept(setups: list[Setup], spec: RunnerSpec, depth: int, share: bool, workers: int, scheduler: str | None,

@@ -24,6 +24,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from crashlab.engine import schedule
 from crashlab.errors import HarnessError
 
 __all__ = ["Crash", "Event", "HarnessError", "Recorder", "Where", "named", "point", "recording"]
@@ -182,8 +183,11 @@ _recorder: Recorder | None = None
 
 
 def point(label: str) -> None:
-    """A crash point: in a sweep, the process may die here; elsewhere, nothing happens."""
+    """A crash point: in a sweep, the process may die here; elsewhere, nothing happens. Where the loop's
+    threads are scheduled (`crashlab.engine.schedule`), it is also where another thread may go on."""
     if _recorder is not None:
+        if schedule._scheduler is not None:
+            schedule.pause()
         _recorder.hit(label)
 
 

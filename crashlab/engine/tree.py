@@ -291,6 +291,7 @@ class Row(Counts):
     uncrashed: int = 0  # scenarios with no crash at all
     distinct: int  # distinct durable states the scenarios' last crashes left: the restarts that had to run
     windows: int  # failure windows, each once (`VariantSweep.windows`): what does not grow with marking
+    orders: str = ""  # the schedules of the loop's threads it ran, where a fault explores them ("8 of 61")
 
     @property
     def once(self) -> int:
@@ -357,9 +358,10 @@ class VariantSweep:
     def row(self) -> Row:
         t, faults = self.tally, self.setup.faults
         settings = ", ".join(f.said for f in faults.members if f.said)
+        orders = next((said for f in faults.members if (said := f.explored(self))), "")
         return Row(**t.counts(), variant=self.setup.variant.slug, name=self.setup.variant.name, faults=faults.name,
                    setting=settings, points=self.points, by_depth=t.by_depth, uncrashed=t.uncrashed,
-                   distinct=self.distinct(), windows=self.windows())
+                   distinct=self.distinct(), windows=self.windows(), orders=orders)
 
     def scenarios(self) -> Iterator[ScenarioResult]:
         """Every scenario, in order: ``I``, then ``I:1``, its own scenarios below, ``I:2``, and so on."""

@@ -103,6 +103,9 @@ class Fault:
     #: forked runner then keeps its run directory on the power-cut layer (`crashlab.durable.fuse`), and
     #: each death leaves there only what the loop's syncs made durable.
     cuts: ClassVar[bool] = False
+    #: Whether `--fault all` (the fault matrix) sweeps it: not a fault that only explores what a loop already
+    #: does (the schedules of its threads), which changes nothing in a loop with one thread.
+    in_matrix: ClassVar[bool] = True
 
     @classmethod
     def configured(cls, value: str | None = None) -> Fault:
@@ -192,6 +195,14 @@ class Fault:
 
     def note(self, event: Event) -> str | None:
         """An event of this fault's own, as a scenario's story tells it."""
+        return None
+
+    def explored(self, sweep: VariantSweep) -> str:
+        """What a table's ``orders`` column says of the schedules `sweep` ran under this fault, if anything."""
+        return ""
+
+    def schedule(self) -> tuple[int, ...] | None:
+        """The schedule of the first process's threads (`crashlab.engine.schedule`), if it names one."""
         return None
 
     def serve(self, serving: Serving) -> Serving | None:
@@ -294,6 +305,12 @@ class Faults:
             state = fault.begin(earlier) or state
         return state
 
+    def schedule(self, process: int) -> tuple[int, ...]:
+        """The schedule of process `process`'s threads: the one a fault names for the first, else the default."""
+        if process != 1:
+            return ()
+        return next((s for f in self.members if (s := f.schedule()) is not None), ())
+
     def serving(self) -> Serving:
         """How crashlab's service runs under every member; a member with no form there is refused in one line."""
         serving = Serving()
@@ -341,7 +358,7 @@ class Faults:
 def every_setting() -> list[Faults]:
     """Every fault alone, at each value of its first setting (the others at their defaults): what `--fault
     all` sweeps, the fault matrix's columns."""
-    return [Faults.of([fault.configured(value)]) for fault in registry().values()
+    return [Faults.of([fault.configured(value)]) for fault in registry().values() if fault.in_matrix
             for value in (fault.settings[0].choices if fault.settings else (None,))]
 
 

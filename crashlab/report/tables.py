@@ -40,6 +40,7 @@ HEADS: dict[str, str] = {
     "distinct": "distinct",
     "windows": "windows",
     "uncrashed": "no crash",
+    "orders": "orders",
     **COUNT_HEADS,
 }
 
@@ -59,11 +60,13 @@ COLUMNS: dict[Table, Columns] = {
 _DEPTH_KEYS = {"once", "points", "twice"}
 
 
-def columns_for(tables: Sequence[Table], depth: int = 2, uncrashed: bool = False, faulted: bool = False) -> Columns:
+def columns_for(tables: Sequence[Table], depth: int = 2, uncrashed: bool = False, faulted: bool = False,
+                ordered: bool = False) -> Columns:
     """The columns of a table that holds rows of `tables`, swept to `depth`: the book's when every row is
     a design's, a loop's when every row is yours, the agent's otherwise; one column per number of crashes,
     and one for the scenarios with none where a fault made some. Under a fault, the scenarios with one
-    crash are no longer the crash points of the uninterrupted run, so a table shows them by their name."""
+    crash are no longer the crash points of the uninterrupted run, so a table shows them by their name.
+    Where a fault explored the schedules of a loop's threads (`ordered`), the first column says how many."""
     table: Table = tables[0] if len(set(tables)) == 1 else "agent"
     columns = COLUMNS[table]
     if faulted and "windows" not in columns:  # the book's columns, in a table that is not the book's
@@ -71,7 +74,7 @@ def columns_for(tables: Sequence[Table], depth: int = 2, uncrashed: bool = False
         columns = (*columns[:at], "windows", *columns[at:])
     first, rest = "once" if faulted else columns[0], [c for c in columns[1:] if c not in _DEPTH_KEYS]
     deeper = [depth_key(k) for k in range(2, depth + 1)]
-    return (*(["uncrashed"] if uncrashed else []), first, *deeper, *rest)
+    return (*(["orders"] if ordered else []), *(["uncrashed"] if uncrashed else []), first, *deeper, *rest)
 
 
 def cell(row: Row, key: str) -> Any:
@@ -84,8 +87,8 @@ def record_keys(columns: Columns) -> list[str]:
     """The fields of a row as data, the same for every fault and every table of one depth: the crash points,
     the scenarios by number of crashes, their sum, the distinct states, the failure windows, then every count."""
     depths = [key for key in columns if key.startswith("crashed") or key == "twice"]
-    return ["variant", "name", "faults", "setting", "points", "once", *depths, "uncrashed", "scenarios", "distinct",
-            "windows", *COUNT_KEYS]
+    return ["variant", "name", "faults", "setting", *(["orders"] if "orders" in columns else []), "points", "once",
+            *depths, "uncrashed", "scenarios", "distinct", "windows", *COUNT_KEYS]
 
 
 def records(rows: Sequence[Row], columns: Columns) -> list[dict[str, Any]]:

@@ -36,6 +36,7 @@ from crashlab.engine.death import Choice, Left, chosen
 from crashlab.engine.points import Crash, Event, Recorder, Where, recording
 from crashlab.engine.run import Run
 from crashlab.engine.scenario import ScenarioRun, Setup, check_death, check_finished
+from crashlab.engine.schedule import scheduling
 from crashlab.engine.variant import RunnerKind
 from crashlab.errors import HarnessError
 from crashlab.runners import TIME_LIMIT
@@ -103,7 +104,8 @@ def life_in(directory: Path, setup: Setup, points: Recorder, person: PersonFacto
     """One life of `setup`'s loop, in this process, over the files in `directory`: the child's, or `crashlab run`'s
     (whose tracker may be a running service instead, `tracker`)."""
     variant = setup.variant
-    with recording(points), Database(directory / TRACKER_FILE) as db:
+    with recording(points), scheduling(setup.faults.schedule(points.process), points.note), \
+            Database(directory / TRACKER_FILE) as db:
         world = open_world(db, setup.job, points, variant.tracker, person, desk=variant.desk, tracker=tracker)
         store = FileStore(directory, points, sync=sync)
         variant.entry(Run(setup.job, world, store, directory, points.process, points))

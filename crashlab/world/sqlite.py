@@ -16,8 +16,9 @@ loop cannot tell them apart, and a test holds the two sweeps equal.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Iterator, MutableMapping, MutableSet
-from contextlib import AbstractContextManager, contextmanager
+import threading
+from collections.abc import Callable, Iterator, MutableMapping, MutableSet, Sequence
+from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -111,14 +112,17 @@ class Database:
 
     def __init__(self, path: str | Path, readonly: bool = False):
         self.path = Path(path)
+        #: Held for each statement and for a transaction's whole block: sqlite3 serialises calls on one
+        #: connection, not transactions, and a second thread's BEGIN inside the first's transaction fails.
+        self.lock = threading.RLock()
         try:
             # Autocommit mode: transactions are begun and committed explicitly, never implicitly.
             if readonly:  # a look that writes nothing: not the schema, not the journal mode, no checkpoint
                 uri = self.path.resolve().as_uri() + "?mode=ro"
                 self.connection = sqlite3.connect(uri, uri=True, isolation_level=None)
                 return
-            # A framework may call the tools on a worker thread of its own: one at a time, so one
-            # connection serves them all (SQLite's library itself is serialised).
+            # A framework may call the tools on worker threads of its own, several at once: one
+            # connection serves them all, each statement and each transaction under `lock`.
             self.connection = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
             self.connection.execute("PRAGMA journal_mode=WAL")
             self.connection.execute("PRAGMA synchronous=FULL")
@@ -132,7 +136,8 @@ class Database:
     @property
     def empty(self) -> bool:
         """Whether the file holds no tables at all: a tracker never opened, or one that lost all it held."""
-        return not _schema_of(self.connection)
+        with self.lock:
+            return not _schema_of(self.connection)
 
     def check(self) -> None:
         """Refuse (`WorldError`) a database whose tables are not crashlab's, or hold what crashlab never writes.
@@ -143,12 +148,13 @@ class Database:
         An empty database passes: it holds nothing to distrust.
         """
         try:
-            tables = _schema_of(self.connection)
+            with self.lock:
+                tables = _schema_of(self.connection)
             if tables and tables != _crashlab_schema():
                 raise WorldError(f"{self.path}: not a crashlab tracker database: its tables are not crashlab's")
             for table, foreign in FOREIGN_ROWS.items() if tables else ():
                 query = f"SELECT 1 FROM {table} WHERE {foreign.format(max=MAX_ISSUE)} LIMIT 1"  # names, never input
-                if self.connection.execute(query).fetchone():
+                if self.row(query):
                     raise WorldError(f"{self.path}: not a crashlab tracker database: its {table} table holds "
                                      "a value crashlab never writes")
         except sqlite3.DatabaseError as error:
@@ -161,11 +167,24 @@ class Database:
     def close(self) -> None:
         self.connection.close()
 
-    def transaction(self) -> AbstractContextManager[sqlite3.Connection]:
-        return transaction(self.connection)
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """A transaction on the connection, which no other thread uses until it ends."""
+        with self.lock, transaction(self.connection) as sql:
+            yield sql
+
+    def rows(self, query: str, params: Sequence[Any] = ()) -> list[Any]:
+        """Every row of one statement, read under the lock (a cursor read later could interleave)."""
+        with self.lock:
+            return self.connection.execute(query, params).fetchall()
+
+    def row(self, query: str, params: Sequence[Any] = ()) -> Any:
+        """The first row of one statement, or None."""
+        found = self.rows(query, params)
+        return found[0] if found else None
 
     def meta(self, name: str) -> str | None:
-        row = self.connection.execute("SELECT value FROM meta WHERE name = ?", (name,)).fetchone()
+        row = self.row("SELECT value FROM meta WHERE name = ?", (name,))
         return row[0] if row else None
 
     def claim(self, name: str, value: str) -> str:
@@ -175,7 +194,7 @@ class Database:
         return self.meta(name) or value
 
     def count(self, name: str) -> int:
-        row = self.connection.execute("SELECT value FROM counts WHERE name = ?", (name,)).fetchone()
+        row = self.row("SELECT value FROM counts WHERE name = ?", (name,))
         return row[0] if row else 0
 
     def set_count(self, name: str, value: int) -> None:
@@ -183,12 +202,12 @@ class Database:
             sql.execute("INSERT OR REPLACE INTO counts (name, value) VALUES (?, ?)", (name, value))
 
     def keys(self) -> dict[str, int]:
-        return dict(self.connection.execute("SELECT key, number FROM keys").fetchall())
+        return dict(self.rows("SELECT key, number FROM keys"))
 
     def records(self, call_id: str | None = None) -> list[Record]:
         """The tracker's records in the order it made them, all or those one script call caused."""
         query = "SELECT kind, number, call, key, issue, text FROM records"
-        rows = self.connection.execute(
+        rows = self.rows(
             query + " ORDER BY seq" if call_id is None else query + " WHERE call = ? ORDER BY seq",
             () if call_id is None else (call_id,),
         )
@@ -263,7 +282,7 @@ class SqliteTracker(Modes):
         self.points.guard("a lookup request made")
         if not self.answers_lookups:
             raise RuntimeError("a keyless tracker cannot be asked about a key")
-        row = self.db.connection.execute("SELECT number FROM keys WHERE key = ?", (key,)).fetchone()
+        row = self.db.row("SELECT number FROM keys WHERE key = ?", (key,))
         answer = row[0] if row else None
         fenced = answer is None and self.fences
         if fenced:
@@ -298,15 +317,15 @@ class DurableSet(MutableSet[str]):
 
     def __contains__(self, item: object) -> bool:
         query = "SELECT 1 FROM members WHERE name = ? AND item = ?"
-        return self.db.connection.execute(query, (self.name, item)).fetchone() is not None
+        return self.db.row(query, (self.name, item)) is not None
 
     def __iter__(self) -> Iterator[str]:
         query = "SELECT item FROM members WHERE name = ? ORDER BY item"
-        return iter([item for (item,) in self.db.connection.execute(query, (self.name,))])
+        return iter([item for (item,) in self.db.rows(query, (self.name,))])
 
     def __len__(self) -> int:
         query = "SELECT COUNT(*) FROM members WHERE name = ?"
-        return self.db.connection.execute(query, (self.name,)).fetchone()[0]
+        return self.db.row(query, (self.name,))[0]
 
     def add(self, item: str) -> None:
         with self.db.transaction() as sql:
@@ -324,7 +343,7 @@ class Decisions(MutableMapping[str, bool]):
         self.db = db
 
     def __getitem__(self, key: str) -> bool:
-        row = self.db.connection.execute("SELECT approved FROM decisions WHERE key = ?", (key,)).fetchone()
+        row = self.db.row("SELECT approved FROM decisions WHERE key = ?", (key,))
         if row is None:
             raise KeyError(key)
         return bool(row[0])
@@ -339,10 +358,10 @@ class Decisions(MutableMapping[str, bool]):
                 raise KeyError(key)
 
     def __iter__(self) -> Iterator[str]:
-        return iter([key for (key,) in self.db.connection.execute("SELECT key FROM decisions ORDER BY key")])
+        return iter([key for (key,) in self.db.rows("SELECT key FROM decisions ORDER BY key")])
 
     def __len__(self) -> int:
-        return self.db.connection.execute("SELECT COUNT(*) FROM decisions").fetchone()[0]
+        return self.db.row("SELECT COUNT(*) FROM decisions")[0]
 
 
 class Count:

@@ -9,11 +9,13 @@ RUNTIME = Runtime(
         "langgraph-keyed": "LangGraph ReAct agent, keyed tools",
         "langgraph-v1": "LangGraph ReAct agent, v1 tool node",
         "langgraph-exit": "LangGraph ReAct agent, durability exit",
+        "langgraph-parallel": "LangGraph ReAct agent, parallel tool calls",
     },
     notes={
         "langgraph-keyed": "key: thread ID and tool-call ID",
         "langgraph-v1": "version='v1': one task runs every call of a reply",
         "langgraph-exit": "durability='exit': saved only when the graph returns",
+        "langgraph-parallel": "LangGraph's default concurrency: a reply's calls at once, on threads",
     },
     guarantee="To make the most of durable execution, ensure that your workflow is designed to be deterministic "
               "and idempotent and wrap any side effects or non-deterministic operations inside tasks.",

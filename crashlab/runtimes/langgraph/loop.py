@@ -12,7 +12,9 @@ Crash points, besides the service's own ``accepted``: before and after the model
 before and after each checkpoint write (``put``, ``put_writes``). A raised exception is not a
 death here (checkpoint writes can run on a background executor, and a parallel tool's error is
 saved as a result), so these points only mean anything under a real SIGKILL. The graph runs with
-``durability="sync"`` and ``max_concurrency=1``, which makes it repeat itself from run to run.
+``durability="sync"`` and ``max_concurrency=1``, which makes it repeat itself from run to run; the
+``parallel`` row leaves LangGraph's default (a reply's calls at once, on a thread pool), and the
+harness schedules its threads so that it repeats itself too (`crashlab.engine.schedule`).
 
 Only this module imports LangGraph.
 """
@@ -117,6 +119,9 @@ class Setting:
     keyed: bool = False
     version: Literal["v1", "v2"] = "v2"  # "v2": each tool call its own task and write; "v1": one task for the calls
     durability: Literal["sync", "exit"] = "sync"  # "sync": save before the next step; "exit": when the graph returns
+    #: One task at a time (``max_concurrency=1``), or LangGraph's default: a reply's calls on a thread pool,
+    #: at once, which the harness schedules (`crashlab.engine.schedule`).
+    parallel: bool = False
 
 
 #: The rows (`crashlab.loops.LANGGRAPH` names them): the agent as a user writes it (LangGraph's
@@ -127,6 +132,7 @@ SETTINGS = {
     "langgraph-keyed": Setting(keyed=True),
     "langgraph-v1": Setting(version="v1"),
     "langgraph-exit": Setting(durability="exit"),
+    "langgraph-parallel": Setting(parallel=True),
 }
 
 
@@ -138,7 +144,9 @@ def entry(slug: str, run: Run) -> None:
     try:
         graph = create_react_agent(ScriptedModel(job=job), tools(setting.keyed),
                                    checkpointer=KilledSaver(connection), version=setting.version)
-        config: RunnableConfig = {"configurable": {"thread_id": THREAD}, "max_concurrency": 1}
+        config: RunnableConfig = {"configurable": {"thread_id": THREAD}}
+        if not setting.parallel:
+            config["max_concurrency"] = 1
         started = graph.get_state(config).values
         graph.invoke(None if started else {"messages": [("user", job.description or job.name)]}, config,
                      durability=setting.durability)

@@ -1,0 +1,114 @@
+"""`interleave`: a reply's parallel tool calls reach the world in another order.
+
+A loop that runs its tool calls on threads is scheduled by the harness (`crashlab.engine.schedule`):
+one thread runs at a time, and at each crash point, task start and end, and wait on another thread,
+a decision names which goes on. The plain sweep runs the default schedule (a thread goes on until it
+blocks or ends, then the first by number). Under this fault, the sweep also runs the schedules that
+depart from the default at one decision of the uninterrupted run, each a tree of its own, up to
+`LIMIT` of them, the default first, in the order `schedules` gives (CHESS's: no preemption first).
+Its value is the schedule: the option taken at each decision with several, from 1, dot-joined
+(``langgraph-parallel+interleave=1.1.2:5``: the first process takes the second thread at its third
+decision, and dies at its fifth crash point). Restarts run the default schedule.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar
+
+from crashlab.engine.scenario import EFFECTS
+from crashlab.errors import BadInput
+from crashlab.faults import Capability, Fault, Serving
+
+if TYPE_CHECKING:
+    from crashlab.engine.scenario import ScenarioRun
+    from crashlab.engine.tree import VariantSweep
+
+#: How many schedules a sweep under the fault runs at most, the default's included; the environment's
+#: ``CRASHLAB_INTERLEAVINGS`` sets another. The table says how many it ran of how many there were.
+LIMIT = int(os.environ.get("CRASHLAB_INTERLEAVINGS", "8"))
+
+
+@dataclass(frozen=True)
+class Decision:
+    """One decision of the default run: how many threads it chose from, whether taking another than the first
+    preempts a thread at a crash point, and what two of those threads are seen to do in that run: 2 if two
+    make requests (another order of the calls reaches the world), 1 if two pass crash points, else 0 (a
+    departure between threads that do nothing the harness sees changes nothing it counts)."""
+
+    options: int
+    preempts: bool
+    seen: int
+    sleeps: bool = False  # taken as a thread sleeps (the story says so; the order does not depend on it)
+
+
+def schedules(decisions: Sequence[Decision], limit: int | None = None) -> tuple[list[tuple[int, ...]], int]:
+    """The schedules one departure from the default makes, the default first, up to `limit`, and how many
+    there are. As CHESS orders them, the departures that preempt no thread (another task begins when one
+    blocks or ends) come before those that preempt one; among each, those between threads seen to do
+    more come first (`Decision.seen`); and then the order of the run."""
+    departures = sorted(((d.preempts, -d.seen, k, pick) for k, d in enumerate(decisions)
+                         for pick in range(2, d.options + 1)))
+    found = [(1,), *((1,) * k + (pick,) for *_, k, pick in departures)]
+    return found[: LIMIT if limit is None else limit], len(found)
+
+
+def decisions_of(run: ScenarioRun) -> list[Decision]:
+    """The decisions of `run`'s first process, as `schedules` takes them: which thread did what is read from the
+    story, where each change of thread is noted."""
+    events = [e for e in run.points.events if e.process == 1]
+    requests: set[int] = set()
+    points: set[int] = set()
+    thread = 0
+    for e in events:
+        if e.kind == "schedule":
+            thread = int(e.detail["thread"])
+        elif e.kind == "point":
+            points.add(thread)
+        elif e.kind in EFFECTS:
+            requests.add(thread)
+    decisions = []
+    for e in events:
+        if e.kind == "schedule" and int(e.detail["options"]) > 1:
+            threads = set(e.detail["threads"])
+            seen = 2 if len(requests & threads) > 1 else 1 if len(points & threads) > 1 else 0
+            decisions.append(Decision(int(e.detail["options"]), bool(e.detail["preempts"]), seen,
+                                      bool(e.detail.get("sleeps"))))
+    return decisions
+
+
+class Interleave(Fault):
+    slug = "interleave"
+    breaks = "the threads a loop runs its tool calls on take turns in another order, decided at each crash point"
+    adds = ("the default schedule, and each schedule that departs from it at one decision of the uninterrupted "
+            f"run, up to {LIMIT} (ID SLUG+interleave=P.Q.R:I, each the thread taken at a decision)")
+    needs: ClassVar[frozenset[Capability]] = frozenset()
+    in_matrix: ClassVar[bool] = False
+
+    @classmethod
+    def configured(cls, value: str | None = None) -> Fault:
+        """Every schedule in turn, in a sweep; the one `value` names, in a scenario's ID."""
+        parts = value.split(".") if value else []
+        if not all(p.isascii() and p.isdigit() and int(p) > 0 and len(p) < 4 for p in parts) or len(parts) > 10_000:
+            raise BadInput(f"+interleave={value}: a schedule is the option taken at each decision, from 1, "
+                           "dot-joined (=1, =1.2, ...)")
+        while len(parts) > 1 and parts[-1] == "1":
+            parts.pop()
+        return cls(".".join(parts))
+
+    def schedule(self) -> tuple[int, ...]:
+        return tuple(int(p) for p in self.values)
+
+    def variations(self, without: VariantSweep) -> Iterable[Fault]:
+        return [Interleave(".".join(map(str, picks))) for picks in schedules(decisions_of(without.first))[0]]
+
+    def explored(self, sweep: VariantSweep) -> str:
+        """How many schedules the sweep ran, of how many one departure from the default makes."""
+        if self.value:
+            return f"={self.value}"
+        return f"{len(sweep.trees)} of {schedules(decisions_of(sweep.first))[1]}"
+
+    def serve(self, serving: Serving) -> Serving:
+        return serving

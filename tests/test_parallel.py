@@ -1,0 +1,184 @@
+"""Parallel tool calls: the tracker under threads, and loops whose calls run on threads swept deterministically."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from crashlab.engine.points import Recorder
+from crashlab.job import Call
+from crashlab.world.sqlite import Database, SqliteTracker
+
+
+def test_the_sqlite_tracker_takes_requests_from_many_threads_at_once(tmp_path):
+    """Eight threads file issues and repeat keyed ones on one tracker: each number once, each key one number.
+
+    Before the tracker held a lock, a second thread's BEGIN inside the first's transaction failed
+    (`cannot start a transaction within a transaction`)."""
+    points = Recorder()
+    points.start_process()
+    with Database(tmp_path / "tracker.sqlite") as db:
+        tracker = SqliteTracker(points, db, "keyed")
+
+        def file(k: int) -> list[int]:
+            call = Call(f"C{k}", "create_issue", {"title": f"issue {k}", "body": "b"})
+            return [tracker.request(call, call.args, key=f"key-{k}") for _ in range(5)]
+
+        with ThreadPoolExecutor(8) as pool:
+            answers = list(pool.map(file, range(40)))
+        assert all(len(set(numbers)) == 1 for numbers in answers)  # a keyed repeat is the first answer
+        assert sorted(numbers[0] for numbers in answers) == list(range(1, 41))
+        assert [r.number for r in tracker.records] == list(range(1, 41))
+        assert len(tracker.keys()) == 40
+
+
+# The schedule, in this process: a loop that runs calls on a thread pool passes its points in one order.
+
+
+def pooled(labels: list[str], nested: bool = False) -> None:
+    """Three calls on a pool, each passing two points, after a random spin that would reorder them."""
+    import os
+
+    import crashlab
+
+    def spin() -> None:  # not a sleep, which the scheduler sees: a while of work the OS could preempt
+        for _ in range(os.urandom(1)[0] * 200):
+            pass
+
+    def call(name: str) -> str:
+        spin()
+        crashlab.point(f"{name}-sent")
+        spin()
+        crashlab.point(f"{name}-saved")
+        return name
+
+    def node() -> list[str]:  # a task that runs its calls on a pool of its own, one worker: LangGraph's v2 tool node
+        with ThreadPoolExecutor(max_workers=1) as inner:
+            return list(inner.map(call, "DE"))
+
+    crashlab.point("start")
+    with ThreadPoolExecutor() as pool:
+        futures = [pool.submit(call, name) for name in "ABC"]
+        if nested:
+            futures.append(pool.submit(node))
+        labels.extend(str(f.result()) for f in futures)
+    crashlab.point("end")
+
+
+def scheduled(picks=(), nested=False):
+    """The points one scheduled run of `pooled` passes, and the decisions it noted."""
+    from crashlab.engine.points import recording
+    from crashlab.engine.schedule import scheduling
+
+    points, results = Recorder(), []
+    points.start_process()
+    with recording(points), scheduling(picks, points.note):
+        pooled(results, nested)
+    return [e.label for e in points.points()], [e.detail for e in points.events if e.kind == "schedule"]
+
+
+def test_threads_on_a_pool_pass_their_points_in_one_order_and_a_schedule_replays_another():
+    first, decisions = scheduled()
+    assert first == ["start", "A-sent", "A-saved", "B-sent", "B-saved", "C-sent", "C-saved", "end"]
+    assert all(scheduled() == (first, decisions) for _ in range(5))
+    assert decisions[0]["options"] == 3 and not decisions[0]["preempts"]  # the loop's thread waits: A, B or C
+    third, _ = scheduled((3,))
+    assert third[:2] == ["start", "C-sent"]
+    assert scheduled((3,))[0] == third
+    preempted, _ = scheduled((1, 2))  # A, about to pass its first point, yields there to B
+    assert preempted[:4] == ["start", "B-sent", "B-saved", "A-sent"]
+
+
+def test_a_task_waiting_on_a_pool_of_one_worker_is_not_deadlocked_by_the_schedule():
+    """A queued task cannot begin while its pool's one worker is busy: it is no thread to choose."""
+    nested, _ = scheduled(nested=True)
+    assert nested[-5:] == ["D-sent", "D-saved", "E-sent", "E-saved", "end"]
+    assert all(scheduled(nested=True)[0] == nested for _ in range(3))
+
+
+# Sweeps that kill for real: LangGraph's default tool node, and a loop of yours with calls on threads.
+
+
+def interleaved_sweep(setups, limit, monkeypatch, **options):
+    """Each setup swept under the interleave fault, at most `limit` schedules, killed at every point."""
+    from dataclasses import replace
+
+    from crashlab.engine.sweep import sweep_all
+    from crashlab.faults import Faults
+    from crashlab.faults.interleave import Interleave
+    from crashlab.runners import RunnerSpec
+
+    monkeypatch.setattr("crashlab.faults.interleave.LIMIT", limit)
+    faulted = [replace(setup, faults=Faults.of([Interleave()])) for setup in setups]
+    return sweep_all(faulted, RunnerSpec("forked"), depth=1, **options)
+
+
+def as_json(sweep) -> str:
+    """The row and every scenario's ID and outcome, as JSON: what two sweeps must agree on to the byte."""
+    import json
+    from dataclasses import asdict
+
+    from crashlab.report.tables import columns_for, records
+
+    row = sweep.row()
+    scenarios = [{"id": s.id, "points": s.points, "outcome": repr(s.outcome)} for s in sweep.scenarios()]
+    return json.dumps({"row": records([row], columns_for(["loop"], 1, ordered=True)), "scenarios": scenarios,
+                       "counts": asdict(row)}, default=str)
+
+
+def first_duplicated(sweep) -> set[tuple[str, ...]]:
+    """For each schedule, the effects made twice when the first process dies as the service accepts its first
+    request: which call reached the service first. More than one: the schedules really differ."""
+    return {tuple(sorted(s.outcome.dups)) for s in sweep.scenarios() if s.points == ("accepted#1",)}
+
+
+@pytest.mark.slow
+def test_langgraph_default_parallel_tool_node_sweeps_the_same_twice_with_no_flaky_scenario(triage, monkeypatch):
+    from crashlab.engine.scenario import Setup
+    from crashlab.loops import VARIANTS
+
+    setup = Setup(VARIANTS["langgraph-parallel"], triage)
+    first, second = (interleaved_sweep([setup], 2, monkeypatch, workers=2)[0] for _ in range(2))
+    assert as_json(first) == as_json(second)
+    row = first.row()
+    assert row.flaky == 0 and row.orders.startswith("2 of ") and len(first.trees) == 2
+    assert int(row.orders.split(" of ")[1]) > 2  # more schedules than the bound: bounded, and said so
+    assert len(first_duplicated(first)) > 1  # another schedule sends another call first
+
+
+@pytest.mark.slow
+def test_a_loop_of_yours_with_calls_on_threads_sweeps_deterministically(monkeypatch):
+    from crashlab.api import loop
+
+    from .threaded_loop import EFFECTS, parallel
+
+    setup = loop(parallel, EFFECTS, name="threaded")
+    runs = [interleaved_sweep([setup], 7, monkeypatch, share=False, repeat=2, strays_fail=False)[0] for _ in range(2)]
+    assert as_json(runs[0]) == as_json(runs[1])
+    row = runs[0].row()
+    assert row.flaky == 0 and row.orders.startswith("7 of ") and row.dups > 0
+    assert len(first_duplicated(runs[0])) > 1
+
+
+def test_a_thread_that_polls_with_sleep_lets_the_task_it_waits_for_run():
+    """DBOS's thread polls its database for a workflow's result, which a pool task computes: a sleep hands on."""
+    import time
+
+    import crashlab
+    from crashlab.engine.points import recording
+    from crashlab.engine.schedule import scheduling
+
+    done: list[str] = []
+
+    def workflow() -> None:
+        crashlab.point("step")
+        done.append("step")
+
+    points = Recorder()
+    points.start_process()
+    with recording(points), scheduling((), points.note), ThreadPoolExecutor() as pool:
+        pool.submit(workflow)
+        while not done:
+            time.sleep(0.001)
+    assert done == ["step"] and [e.label for e in points.points()] == ["step"]
