@@ -49,9 +49,9 @@ __all__ = ["Effect", "Effects", "Entry", "Run", "Swept", "Tracker", "YourService
 
 
 def loop(entry: Entry, effects: Effects, *, name: str = "loop", tracker: TrackerMode = "keyed",
-         service: YourService | None = None) -> Setup:
+         service: YourService | None = None, scheduled: bool = False) -> Setup:
     """Your loop as crashlab runs it (see `crashlab.loops.yours.setup`)."""
-    return yours.setup(entry, effects, name=name, tracker=tracker, service=service)
+    return yours.setup(entry, effects, name=name, tracker=tracker, service=service, scheduled=scheduled)
 
 
 @dataclass(frozen=True)

@@ -153,7 +153,7 @@ def test_a_loop_of_yours_with_calls_on_threads_sweeps_deterministically(monkeypa
 
     from .threaded_loop import EFFECTS, parallel
 
-    setup = loop(parallel, EFFECTS, name="threaded")
+    setup = loop(parallel, EFFECTS, name="threaded", scheduled=True)
     runs = [interleaved_sweep([setup], 7, monkeypatch, share=False, repeat=2, strays_fail=False)[0] for _ in range(2)]
     assert as_json(runs[0]) == as_json(runs[1])
     row = runs[0].row()

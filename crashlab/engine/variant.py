@@ -61,6 +61,10 @@ class Variant:
     stands_in: Any = None
     refuses: Callable[[Job], str | None] = accepts_every_job  # why it cannot run a job, or None
     extra: str = ""  # the pip extra its framework comes in, if it has one
+    #: Its threads take turns, in an order the harness decides (`crashlab.engine.schedule`): a loop that runs
+    #: its tool calls on a thread pool. Off for every other loop, whose own waits (an event loop's, a lock's)
+    #: the scheduler cannot see and would deadlock on.
+    scheduled: bool = False
 
     @property
     def calls_service(self) -> bool:

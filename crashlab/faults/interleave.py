@@ -102,6 +102,9 @@ class Interleave(Fault):
         return tuple(int(p) for p in self.values)
 
     def variations(self, without: VariantSweep) -> Iterable[Fault]:
+        if not without.setup.variant.scheduled:
+            raise BadInput(f"--fault interleave orders the threads of a loop that runs its tool calls on a thread "
+                           f"pool, and {without.setup.variant.slug}'s threads are not scheduled")
         return [Interleave(".".join(map(str, picks))) for picks in schedules(decisions_of(without.first))[0]]
 
     def explored(self, sweep: VariantSweep) -> str:

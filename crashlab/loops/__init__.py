@@ -15,7 +15,7 @@ from crashlab.engine.variant import Promises, Variant
 from crashlab.errors import BadInput
 from crashlab.loops.agent import Agent
 from crashlab.loops.designs import BEYOND_THE_BOOK, DESIGNS, Design
-from crashlab.runtimes import runtimes
+from crashlab.runtimes import Runtime, runtimes
 from crashlab.world import TRACKER_MODES
 
 
@@ -48,16 +48,17 @@ def _agent(agent: Agent) -> Variant:
                    promises=Promises(may_ask=agent.tracker == "keyless", approvals_once=True))
 
 
-def _runtime(runtime: str, slug: str, name: str) -> Variant:
-    return Variant(slug, name, runtime, Adapter(runtime, slug), table="loop", runners=frozenset({"forked"}),
-                   keeps_checkpoint=False, extra=f"crashlab[{runtime}]", serves_job=True)
+def _runtime(runtime: Runtime, slug: str, name: str) -> Variant:
+    return Variant(slug, name, runtime.name, Adapter(runtime.name, slug), table="loop", runners=frozenset({"forked"}),
+                   keeps_checkpoint=False, extra=f"crashlab[{runtime.name}]", serves_job=True,
+                   scheduled=slug in runtime.scheduled)
 
 
 #: Every variant a scenario ID can name, by slug.
 VARIANTS: dict[str, Variant] = {
     **{slug: _design(d) for slug, d in {**DESIGNS, **BEYOND_THE_BOOK}.items()},
     **{v.slug: v for v in (_agent(Agent(mode)) for mode in TRACKER_MODES)},
-    **{slug: _runtime(runtime.name, slug, name) for runtime in runtimes().values()
+    **{slug: _runtime(runtime, slug, name) for runtime in runtimes().values()
        for slug, name in runtime.rows.items()},
 }
 

@@ -118,13 +118,15 @@ def read_effects(path: str) -> tuple[Effect, ...]:
 
 
 def setup(entry: Entry, effects: Iterable[str] | Mapping[str, Any] | Iterable[Effect], *, name: str = "loop",
-          tracker: TrackerMode = "keyed", job: str | None = None, service: YourService | None = None) -> Setup:
+          tracker: TrackerMode = "keyed", job: str | None = None, service: YourService | None = None,
+          scheduled: bool = False) -> Setup:
     """Your loop as crashlab runs it: a variant of its own, on a job of no turns (your loop is its own script).
 
     `effects` are what it means to do, once each: the effects by what they are (a mapping, as the
     YAML file has it, or `Effect` values), for a loop whose tools call crashlab's service (or
     `service`, one of yours in its place); or the names its tools give `run.tracker`, for a loop
-    that tags its requests itself.
+    that tags its requests itself. `scheduled`: it runs tool calls on a `ThreadPoolExecutor`, whose threads
+    the harness makes take turns in an order it decides and can replay (`crashlab.engine.schedule`).
     """
     if isinstance(effects, str):
         raise BadInput(f"effects is a list of effect names or a mapping of what each is, not the string {effects!r}")
@@ -153,6 +155,6 @@ def setup(entry: Entry, effects: Iterable[str] | Mapping[str, Any] | Iterable[Ef
             raise BadInput("a service of yours holds records, not effect names: give the effects by what they are "
                            "({A: {issue: TITLE}, C: {comment: A}})")
     variant = Variant(name, name, name, entry, tracker=tracker, table="loop", runners=frozenset({"forked"}),
-                      keeps_checkpoint=False, effects=names, service=served, stands_in=service)
+                      keeps_checkpoint=False, effects=names, service=served, stands_in=service, scheduled=scheduled)
     job = job or name
     return Setup(variant, Job(job, f"{job}-run-1", (Turn(answer="done"),), source=job))

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import errno
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from crashlab.engine.death import Choice, Left
+from crashlab.engine.points import Recorder
 from crashlab.engine.scenario import ScenarioRun, Setup
+from crashlab.engine.schedule import scheduling
 from crashlab.engine.variant import RunnerKind
 from crashlab.errors import BadInput
 
@@ -118,3 +120,11 @@ def check_runs(setup: Setup, spec: RunnerSpec) -> None:
         instead = f"; {able[0]} does" if able else f", and {variant.slug} runs under no runner that does"
         raise BadInput(f"--fault {fault.slug} needs {', '.join(sorted(missing))}, which {CALLED[spec.kind]} does not "
                        f"offer{instead}")
+
+
+def turns(setup: Setup, points: Recorder) -> AbstractContextManager[object]:
+    """For a loop whose variant runs tool calls on a thread pool (`Variant.scheduled`), its threads taking turns
+    as the harness decides, in the schedule its faults name for this process; any other loop's, as they run."""
+    if not setup.variant.scheduled:
+        return nullcontext()
+    return scheduling(setup.faults.schedule(points.process), points.note)

@@ -36,10 +36,9 @@ from crashlab.engine.death import Choice, Left, chosen
 from crashlab.engine.points import Crash, Event, Recorder, Where, recording
 from crashlab.engine.run import Run
 from crashlab.engine.scenario import ScenarioRun, Setup, check_death, check_finished
-from crashlab.engine.schedule import scheduling
 from crashlab.engine.variant import RunnerKind
 from crashlab.errors import HarnessError
-from crashlab.runners import TIME_LIMIT
+from crashlab.runners import TIME_LIMIT, turns
 from crashlab.runners.group import Child, Hung
 from crashlab.runners.scratch import scratch
 from crashlab.runners.served import RUN_DIR, LoopFailed, Outside, Services
@@ -104,7 +103,7 @@ def life_in(directory: Path, setup: Setup, points: Recorder, person: PersonFacto
     """One life of `setup`'s loop, in this process, over the files in `directory`: the child's, or `crashlab run`'s
     (whose tracker may be a running service instead, `tracker`)."""
     variant = setup.variant
-    with recording(points), scheduling(setup.faults.schedule(points.process), points.note), \
+    with recording(points), turns(setup, points), \
             Database(directory / TRACKER_FILE) as db:
         world = open_world(db, setup.job, points, variant.tracker, person, desk=variant.desk, tracker=tracker)
         store = FileStore(directory, points, sync=sync)

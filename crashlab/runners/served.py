@@ -32,10 +32,9 @@ from crashlab.engine.death import Choice, Left, NoSuchChoice
 from crashlab.engine.points import Crash, Event, Recorder, Where, recording
 from crashlab.engine.run import Run
 from crashlab.engine.scenario import Setup
-from crashlab.engine.schedule import scheduling
 from crashlab.errors import HarnessError
 from crashlab.faults import Serving
-from crashlab.runners import TIME_LIMIT
+from crashlab.runners import TIME_LIMIT, turns
 from crashlab.runners.group import Child, Hung
 from crashlab.runners.scratch import scratch
 from crashlab.service import control
@@ -196,7 +195,7 @@ def _child(setup: Setup, scenario: str, process: int, directory: Path, line: soc
     points = TellingRecorder(line, scenario, process)
     points.start_process()
     try:
-        with recording(points), scheduling(setup.faults.schedule(points.process), points.note):
+        with recording(points), turns(setup, points):
             store = FileStore(directory, points, sync="none")
             world = World.new(setup.job, points, setup.variant.tracker)
             setup.variant.entry(Run(setup.job, world, store, directory, points.process, points))

@@ -28,6 +28,8 @@ class Runtime:
     guarantee: str  # the documentation's own words on a tool call interrupted mid-flight
     source: str  # where those words are
     notes: dict[str, str] = field(default_factory=dict)  # slug -> why that row exists (a setting, a key)
+    #: The rows that run a reply's tool calls on threads, which the harness schedules (`crashlab.engine.schedule`).
+    scheduled: frozenset[str] = frozenset()
 
     def version(self) -> str | None:
         """The installed version, or None when its extra is not installed."""

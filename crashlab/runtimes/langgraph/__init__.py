@@ -17,6 +17,7 @@ RUNTIME = Runtime(
         "langgraph-exit": "durability='exit': saved only when the graph returns",
         "langgraph-parallel": "LangGraph's default concurrency: a reply's calls at once, on threads",
     },
+    scheduled=frozenset({"langgraph-parallel"}),
     guarantee="To make the most of durable execution, ensure that your workflow is designed to be deterministic "
               "and idempotent and wrap any side effects or non-deterministic operations inside tasks.",
     source="https://docs.langchain.com/oss/python/langgraph/durable-execution",
