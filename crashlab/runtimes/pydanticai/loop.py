@@ -38,15 +38,19 @@ from typing import Any
 import dbos._sys_db_sqlite
 from dbos import DBOS, SetWorkflowID
 from dbos._sys_db_sqlite import SQLiteSystemDatabase
-from pydantic_ai import Agent, ConversationTypeAdapter
+from pydantic_ai import Agent, ConversationTypeAdapter, DeferredToolRequests, DeferredToolResults, RunContext
+from pydantic_ai.capabilities import HandleDeferredToolCalls
 from pydantic_ai.durable_exec.dbos import DBOSDurability
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.tools import ToolDefinition
+from pydantic_ai.toolsets import AbstractToolset, FunctionToolset
 
 import crashlab
 from crashlab.engine.run import Run
 from crashlab.job import Job
 from crashlab.runtimes import http
+from crashlab.world.person import ApprovalDesk
 
 NAME = "triage"  # the agent's name: DBOS names its steps by it
 WORKFLOW = "triage-workflow"
@@ -83,8 +87,11 @@ def key(keyed: bool) -> str | None:
     return f"{DBOS.workflow_id}:{DBOS.step_id}" if keyed else None
 
 
-def tools(keyed: bool, step: bool) -> list[Callable[..., Any]]:
-    """The job's tools, over HTTP; each a `@DBOS.step` when `step`, as the DBOS page asks of tools doing I/O."""
+def tools(job: Job, keyed: bool, step: bool) -> AbstractToolset[None]:
+    """The job's tools, over HTTP; each a `@DBOS.step` when `step`, as the DBOS page asks of tools doing I/O.
+
+    The calls the job gates wait for a person's approval: Pydantic AI's `ApprovalRequiredToolset`, whose
+    function picks the gated calls by tool-call ID (the job's call IDs)."""
 
     async def create_issue(title: str, body: str) -> int:
         """File an issue; its number."""
@@ -99,7 +106,28 @@ def tools(keyed: bool, step: bool) -> list[Callable[..., Any]]:
         return http.search(query)
 
     found: list[Callable[..., Any]] = [create_issue, comment, search]
-    return [DBOS.step()(f) for f in found] if step else found
+    toolset = FunctionToolset([DBOS.step()(f) for f in found] if step else found)
+    gated = {call.id for call in job.calls if call.needs_approval}
+    if not gated:
+        return toolset
+
+    def gate(ctx: RunContext[None], tool: ToolDefinition, args: dict[str, Any]) -> bool:
+        return ctx.tool_call_id in gated
+
+    return toolset.approval_required(gate)
+
+
+def approvals(job: Job, desk: ApprovalDesk) -> HandleDeferredToolCalls[None]:
+    """The person's decisions, asked at crashlab's approval desk by the run's durable IDs, as a Pydantic AI
+    handler resolves approvals inside the run; its decision reaches the tool as a plain bool."""
+    calls = {call.id: call for call in job.calls}
+
+    async def ask(ctx: RunContext[None], requests: DeferredToolRequests) -> DeferredToolResults:
+        decided = {c.tool_call_id: desk.approve(calls[c.tool_call_id], f"{WORKFLOW}:{c.tool_call_id}")
+                   for c in requests.approvals}
+        return requests.build_results(approvals=decided)
+
+    return HandleDeferredToolCalls(handler=ask)
 
 
 class KilledSystemDatabase(SQLiteSystemDatabase):
@@ -135,17 +163,18 @@ def entry(slug: str, run: Run) -> None:
     setting = SETTINGS[slug]
     assert run.directory is not None, "Pydantic AI runs only forked, in a run directory"
     if setting.durable:
-        durable(setting, run.job, run.directory)
+        durable(setting, run.job, run.directory, run.world.desk)
     else:
-        plain(run.job, run.directory)
+        plain(run.job, run.directory, run.world.desk)
 
 
-def plain(job: Job, directory: Path) -> None:
+def plain(job: Job, directory: Path, desk: ApprovalDesk) -> None:
     """Run the job unless its conversation is stored; store it when the run returns (there is nothing before)."""
     stored = directory / "conversation.json"
     if stored.exists():
         return  # the run returned and its conversation is kept: the job is done
-    agent = Agent(scripted(job), name=NAME, tools=tools(keyed=False, step=False))
+    agent = Agent(scripted(job), name=NAME, toolsets=[tools(job, keyed=False, step=False)],
+                  capabilities=[approvals(job, desk)])
     with Agent.parallel_tool_call_execution_mode("sequential"):
         result = agent.run_sync(job.description or job.name)
     crashlab.point("save")
@@ -169,12 +198,12 @@ async def start(prompt: str) -> None:
         await job_workflow(prompt)
 
 
-def durable(setting: Setting, job: Job, directory: Path) -> None:
+def durable(setting: Setting, job: Job, directory: Path, desk: ApprovalDesk) -> None:
     """Launch DBOS over the run's database; start the workflow, or wait for DBOS's recovery of it."""
     # DBOS builds its system database by class; crash points go on the SQLite one's step records.
     dbos._sys_db_sqlite.SQLiteSystemDatabase = KilledSystemDatabase  # type: ignore[misc]
-    _now["agent"] = Agent(scripted(job), name=NAME, tools=tools(setting.keyed, setting.step),
-                          capabilities=[DBOSDurability(parallel_execution_mode="sequential")])
+    _now["agent"] = Agent(scripted(job), name=NAME, toolsets=[tools(job, setting.keyed, setting.step)],
+                          capabilities=[approvals(job, desk), DBOSDurability(parallel_execution_mode="sequential")])
     # A failing step is the scenario's outcome, which the harness tells; DBOS logging it would bury the output.
     DBOS(config={"name": "crashlab", "system_database_url": f"sqlite:///{directory / 'dbos.sqlite'}",
                  "run_admin_server": False, "log_level": "CRITICAL"})  # type: ignore[typeddict-unknown-key]
