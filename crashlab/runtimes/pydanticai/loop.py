@@ -21,8 +21,15 @@ Two ways to keep the run, both in the run's directory:
 Crash points, besides the service's own ``accepted``: ``model-asked`` and ``model-replied`` in the
 model; ``record`` and ``recorded`` on each side of DBOS's write of a step's output (its SQLite
 system database's `record_operation_result`: the model's and the tools'); ``save`` and ``saved``
-on each side of the plain agent's write of its conversation. Tool calls run one at a time
+on each side of the plain agent's write of its conversation; the approval desk's own when a job
+gates a call (``approval-asked``, ``approval-decided``). Tool calls run one at a time
 (Pydantic AI runs a reply's calls in parallel by default): ``sequential`` in both ways.
+
+A gated call waits for the person as Pydantic AI's deferred-tools page writes it: an
+`ApprovalRequiredToolset` defers it, a `HandleDeferredToolCalls` handler resolves it inside the run
+with a plain bool. Under DBOS that handler runs in workflow code, not in a step: DBOS records no
+decision, and a recovery runs the handler again, which asks the desk again by the same key (workflow
+and tool-call ID): only a desk that remembers by key spares the person a second question.
 
 Only this module imports Pydantic AI.
 """
@@ -106,7 +113,7 @@ def tools(job: Job, keyed: bool, step: bool) -> AbstractToolset[None]:
         return http.search(query)
 
     found: list[Callable[..., Any]] = [create_issue, comment, search]
-    toolset = FunctionToolset([DBOS.step()(f) for f in found] if step else found)
+    toolset: FunctionToolset[None] = FunctionToolset([DBOS.step()(f) for f in found] if step else found)
     gated = {call.id for call in job.calls if call.needs_approval}
     if not gated:
         return toolset
