@@ -56,7 +56,8 @@ def test_bad_input_is_one_line_and_exit_2(cli, tmp_path):
         ("sweep", "--variant", "nope"): "unknown variant 'nope' (valid: all, per-turn, after-reply, keys, markers, "
                                         "keys-markers, per-turn-keys, agent-keyed, agent-keyless, agent-lookup, "
                                         "agent-fencing, dbos-plain, dbos-keyed, langgraph-plain, langgraph-keyed, "
-                                        "langgraph-v1, langgraph-exit)",
+                                        "langgraph-v1, langgraph-exit, pydanticai-plain, pydanticai-dbos, "
+                                        "pydanticai-keyed, pydanticai-inline)",
         ("sweep", "--job", "absent.yaml"): "absent.yaml: no such job file",
         ("sweep", "--job", str(broken)): "invalid YAML",
         ("sweep", "--store", "disk"): "'disk' is not one of 'memory', 'files'",
