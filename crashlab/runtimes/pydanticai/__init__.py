@@ -1,0 +1,21 @@
+"""Pydantic AI (`crashlab[pydanticai]`): an agent keeping its conversation, or durable with DBOS (the loop: `loop`)."""
+
+from crashlab.runtimes import Runtime
+
+RUNTIME = Runtime(
+    name="pydanticai", title="Pydantic AI", distribution="pydantic-ai-slim",
+    rows={
+        "pydanticai-plain": "Pydantic AI agent, conversation stored",
+        "pydanticai-dbos": "Pydantic AI agent, DBOS durability",
+        "pydanticai-keyed": "Pydantic AI agent, DBOS, keyed tools",
+        "pydanticai-inline": "Pydantic AI agent, DBOS, tools not steps",
+    },
+    notes={
+        "pydanticai-plain": "result.conversation stored when the run returns: a restart starts over",
+        "pydanticai-dbos": "DBOSDurability, each tool a @DBOS.step",
+        "pydanticai-keyed": "key: DBOS workflow ID and step ID",
+        "pydanticai-inline": "DBOSDurability, tools left undecorated (run in workflow code)",
+    },
+    guarantee="Steps may perform I/O (network, disk, API calls). If a step fails, it restarts from the beginning.",
+    source="https://ai.pydantic.dev/durable_execution/dbos/",
+)
