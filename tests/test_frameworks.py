@@ -22,6 +22,22 @@ def test_every_runtime_package_names_its_rows_its_promise_and_where_it_is_writte
         assert set(runtime.notes) <= set(runtime.rows)
 
 
+def test_every_runtime_package_ships_in_the_wheel_with_its_extra_in_frameworks_or_a_reason():
+    import tomllib
+
+    from .conftest import ROOT
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    shipped = project["tool"]["setuptools"]["packages"]
+    extras = project["project"]["optional-dependencies"]
+    assert "crashlab.runtimes" in shipped
+    for name in runtimes():
+        assert f"crashlab.runtimes.{name}" in shipped and name in extras, name
+    every = extras["frameworks"][0]
+    left_out = [name for name in runtimes() if name not in every]
+    assert left_out == ["crewai"]  # it needs mcp<2, which the mcp extra's mcp>=2 excludes (pyproject says so)
+
+
 def row(slug: str, dups: int) -> Row:
     return Row(variant=slug, name=slug, points=4, by_depth=(4,), distinct=4, windows=1 if dups else 0, dups=dups,
                with_dups=1 if dups else 0)
