@@ -18,9 +18,9 @@ OWN = ["crash", "drifting-model ids", "drifting-model order", "expired-key", "la
 
 
 def every_column() -> list[str]:
-    """Every installed fault at each value of its first setting, in the order of their slugs: crashlab's own, and any
-    plug-in's."""
-    return [f"{slug} {value}".strip() for slug, fault in registry().items()
+    """Every installed fault that the matrix holds at each value of its first setting, in the order of their slugs:
+    crashlab's own, and any plug-in's."""
+    return [f"{slug} {value}".strip() for slug, fault in registry().items() if fault.in_matrix
             for value in (fault.settings[0].choices if fault.settings else ("",))]
 
 
