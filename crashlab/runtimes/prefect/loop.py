@@ -32,7 +32,6 @@ from typing import Any
 
 from prefect import flow, get_client, task
 from prefect.cache_policies import INPUTS, CachePolicy
-from prefect.context import TaskRunContext
 from prefect.flow_engine import run_flow
 from prefect.results import ResultStore
 from prefect.settings import (
@@ -45,6 +44,7 @@ from prefect.settings import (
     temporary_settings,
 )
 from prefect.states import Scheduled
+from prefect.transactions import get_transaction
 
 import crashlab
 from crashlab.engine.run import Run
@@ -62,7 +62,7 @@ class Setting:
 
     persist: bool | None = None  # `persist_result`: None is Prefect's default (off, unless a cache policy is set)
     policy: CachePolicy | None = None  # `cache_policy`: None is Prefect's default (DEFAULT: inputs, source, run ID)
-    keyed: bool = False  # each changing request carries the flow run ID and the task's key in its flow run
+    keyed: bool = False  # each changing request carries its transaction's key (the task's cache key)
     retry: bool = True  # restart: retry the flow run (same ID); False: call the flow again (a new flow run)
 
 
@@ -102,13 +102,16 @@ def resolved(args: dict[str, Any], results: dict[str, Any]) -> dict[str, Any]:
 
 
 def key() -> str | None:
-    """Prefect's own durable IDs for this task: its flow run's ID, the task's key and its count in that
-    flow run (``dynamic_key``). A retried flow run keeps its ID and calls its tasks in the same order;
-    the task run's own ID is new on every attempt, so it cannot be the key."""
+    """Prefect's own durable ID for this task: the key of the transaction that governs it, the cache key its
+    policy computes (under the default policy, from the flow run ID, the task's source and its inputs),
+    which a retried flow run computes again. The task run's ID and its ``dynamic_key`` are new uuids on
+    every attempt (`dynamic_key_for_task_run(..., stable=False)` in ``prefect/task_engine.py``), so
+    neither can be the key."""
     if not _now["setting"].keyed:
         return None
-    run = TaskRunContext.get().task_run  # type: ignore[union-attr]
-    return f"{run.flow_run_id}:{run.task_key}:{run.dynamic_key}"
+    transaction = get_transaction()
+    assert transaction is not None and transaction.key, "a keyed task runs in a transaction with a cache key"
+    return transaction.key
 
 
 def model(k: int, results: dict[str, Any]) -> dict[str, Any]:
