@@ -14,7 +14,8 @@ marks it Crashed without a worker), so the restart takes those steps itself. Ret
 its result again only if its result was persisted under the key its cache policy gives (the default
 policy, inputs + task source + flow run ID, matches in the same flow run); by default Prefect
 persists nothing. The `prefect-new-run` row restarts the way a script does: by calling the flow
-again, which makes a new flow run, so the default policy's key never matches again.
+again, which makes a new flow run, so the default policy's key never matches again. The keyed row
+sends the key of the task's transaction (its cache key), which the retry computes again.
 
 Crash points, besides the service's own ``accepted`` (inside the task, after the commit, before
 Prefect writes the result): ``model-asked``/``model-replied`` inside the model task, ``task`` and
