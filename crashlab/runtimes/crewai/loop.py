@@ -49,6 +49,7 @@ import crashlab
 from crashlab.engine.run import Run
 from crashlab.job import Job, Turn
 from crashlab.runtimes import http
+from crashlab.runtimes.script import resolved
 
 # LanceDB warns at each fork that one could deadlock if its runtime was mid-operation: in the process that
 # forks, LanceDB is only imported (each forked process opens its own store), so nothing is mid-operation.
@@ -90,11 +91,6 @@ SETTINGS = {
     "crewai-method": Setting(persist="method"),
 }
 
-
-def resolved(args: dict[str, Any], results: dict[str, Any]) -> dict[str, Any]:
-    """The call's arguments with ``$ID`` replaced by that call's result, read from the flow's state."""
-    return {name: int(results[value[1:]]) if isinstance(value, str) and value.startswith("$") else value
-            for name, value in args.items()}
 
 
 def call_tool(tool: str, args: dict[str, Any], key: str | None) -> Any:

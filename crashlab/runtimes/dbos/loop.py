@@ -23,6 +23,7 @@ from dbos._dbos import _get_or_create_dbos_registry
 import crashlab
 from crashlab.engine.run import Run
 from crashlab.runtimes import http
+from crashlab.runtimes.script import resolved
 
 WORKFLOW = "triage-workflow"
 #: Seconds between looks of DBOS's internal queue, where recovery puts a pending workflow (see `entry`).
@@ -47,8 +48,7 @@ def job_workflow() -> dict[str, Any]:
     results: dict[str, Any] = {}
     for turn in _now["job"].turns:
         for call in turn.calls:
-            args = {name: results[value[1:]] if isinstance(value, str) and value.startswith("$") else value
-                    for name, value in call.args.items()}
+            args = resolved(call.args, results)
             crashlab.point("step")
             results[call.id] = tool_step(call.id, call.tool, args)
             crashlab.point("step-recorded")

@@ -37,6 +37,7 @@ import crashlab
 from crashlab.engine.run import Run
 from crashlab.job import Job
 from crashlab.runtimes import http
+from crashlab.runtimes.script import resolved
 
 THREAD = "triage-thread"
 
@@ -66,11 +67,6 @@ class ScriptedModel(BaseChatModel):
         crashlab.point("model-replied")
         return ChatResult(generations=[ChatGeneration(message=reply)])
 
-
-def resolved(args: dict[str, Any], results: dict[str, Any]) -> dict[str, Any]:
-    """The call's arguments with ``$ID`` replaced by that call's result, as a model reads it from the chat."""
-    return {name: int(results[value[1:]]) if isinstance(value, str) and value.startswith("$") else value
-            for name, value in args.items()}
 
 
 class KilledSaver(SqliteSaver):

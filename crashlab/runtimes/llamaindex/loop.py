@@ -60,6 +60,7 @@ import crashlab
 from crashlab.engine.run import Run
 from crashlab.job import Job
 from crashlab.runtimes import http
+from crashlab.runtimes.script import resolved
 
 #: The run ID the agent is started and resumed under: LlamaIndex's durable name for the run.
 RUN_ID = "triage-run"
@@ -135,11 +136,6 @@ class ScriptedLLM(FunctionCallingLLM):
     async def astream_complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> Any:
         raise NotImplementedError("the agent only chats")
 
-
-def resolved(args: dict[str, Any], results: dict[str, Any]) -> dict[str, Any]:
-    """The call's arguments with ``$ID`` replaced by that call's result, as a model reads it from the chat."""
-    return {name: int(results[value[1:]]) if isinstance(value, str) and value.startswith("$") else value
-            for name, value in args.items()}
 
 
 class TriageAgent(FunctionAgent):

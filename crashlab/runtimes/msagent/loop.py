@@ -57,6 +57,7 @@ import crashlab
 from crashlab.engine.run import Run
 from crashlab.job import Job
 from crashlab.runtimes import http
+from crashlab.runtimes.script import resolved
 
 WORKFLOW = "triage-workflow"
 ApprovalMode = Literal["always_require", "never_require"]
@@ -89,11 +90,6 @@ class ScriptedClient(FunctionInvocationLayer[Any], BaseChatClient[Any]):
         assert not stream, "the workflow runs the agent without streaming"
         return self._reply(messages)
 
-
-def resolved(args: dict[str, Any], results: dict[str, Any]) -> dict[str, Any]:
-    """The call's arguments with ``$ID`` replaced by that call's result, as a model reads it from the chat."""
-    return {name: int(str(results[value[1:]]).strip('"')) if isinstance(value, str) and value.startswith("$")
-            else value for name, value in args.items()}
 
 
 class KilledStorage(FileCheckpointStorage):

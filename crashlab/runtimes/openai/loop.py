@@ -66,6 +66,7 @@ import crashlab
 from crashlab.engine.run import Run
 from crashlab.job import Job
 from crashlab.runtimes import http
+from crashlab.runtimes.script import resolved
 
 SESSION = "triage-session"
 
@@ -100,11 +101,6 @@ class ScriptedModel(Model):
     def stream_response(self, *args: Any, **kwargs: Any) -> AsyncIterator[TResponseStreamEvent]:
         raise NotImplementedError("the job runs with Runner.run_sync, which does not stream")
 
-
-def resolved(args: dict[str, Any], results: dict[str, Any]) -> dict[str, Any]:
-    """The call's arguments with ``$ID`` replaced by that call's result, as a model reads it from the chat."""
-    return {name: int(results[value[1:]]) if isinstance(value, str) and value.startswith("$") else value
-            for name, value in args.items()}
 
 
 class KilledSession(SQLiteSession):

@@ -50,6 +50,7 @@ from prefect.transactions import get_transaction
 import crashlab
 from crashlab.engine.run import Run
 from crashlab.runtimes import http
+from crashlab.runtimes.script import resolved
 
 FLOW = "triage-flow"
 
@@ -96,11 +97,6 @@ def _killed_around(write: Any) -> Any:
 # Through setattr: with Prefect installed mypy refuses the assignment to a method, without it the type is Any.
 setattr(ResultStore, "persist_result_record", _killed_around(ResultStore.persist_result_record))  # noqa: B010
 
-
-def resolved(args: dict[str, Any], results: dict[str, Any]) -> dict[str, Any]:
-    """The call's arguments with ``$ID`` replaced by that call's result, as a model reads it."""
-    return {name: results[value[1:]] if isinstance(value, str) and value.startswith("$") else value
-            for name, value in args.items()}
 
 
 def key() -> str | None:

@@ -57,6 +57,7 @@ import crashlab
 from crashlab.engine.run import Run
 from crashlab.job import Job
 from crashlab.runtimes import http
+from crashlab.runtimes.script import resolved
 from crashlab.world.person import ApprovalDesk
 
 NAME = "triage"  # the agent's name: DBOS names its steps by it
@@ -82,11 +83,6 @@ def scripted(job: Job) -> FunctionModel:
 
     return FunctionModel(reply, model_name="crashlab-scripted")
 
-
-def resolved(args: dict[str, Any], results: dict[str, Any]) -> dict[str, Any]:
-    """The call's arguments with ``$ID`` replaced by that call's result, as a model reads it from the chat."""
-    return {name: int(results[value[1:]]) if isinstance(value, str) and value.startswith("$") else value
-            for name, value in args.items()}
 
 
 def key(keyed: bool) -> str | None:

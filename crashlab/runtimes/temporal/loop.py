@@ -35,6 +35,7 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 import crashlab
 from crashlab.engine.run import Run
 from crashlab.runtimes import http
+from crashlab.runtimes.script import resolved
 from crashlab.runtimes.temporal.server import address
 
 WORKFLOW, QUEUE = "triage-workflow", "triage"
@@ -82,8 +83,7 @@ class JobWorkflow:
             if not reply["calls"]:
                 return str(reply["content"])
             for call in reply["calls"]:
-                args = {name: results[value[1:]] if isinstance(value, str) and value.startswith("$") else value
-                        for name, value in call["args"].items()}
+                args = resolved(call["args"], results)
                 crashlab.point("step")
                 results[call["id"]] = await _run_tool(call["tool"], args)
                 crashlab.point("step-recorded")
