@@ -6,7 +6,7 @@ the process launches DBOS again, which recovers the pending workflow from its re
 waits for it. A step runs at least once: if the process dies after the step's effect and before
 DBOS recorded its output, recovery runs it again. The keyed variant sends a key made of DBOS's own
 durable IDs, the workflow ID and the step ID. The steps call crashlab's service over plain HTTP
-(`crashlab.adapters.http`), which recognises the job's effects by what they are.
+(`crashlab.runtimes.http`), which recognises the job's effects by what they are.
 
 Crash points, besides the service's own ``accepted`` (inside the step, after the commit, before
 DBOS records the output): ``step`` just before each step and ``step-recorded`` just after it

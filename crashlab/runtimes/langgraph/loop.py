@@ -4,7 +4,7 @@ The agent is what a LangGraph user writes: `create_react_agent` with a chat mode
 and a file-backed `SqliteSaver`. The model is scripted (a `BaseChatModel` whose reply is the job's
 turn k when the conversation holds k model messages, with the job's call IDs as tool-call IDs, and
 ``$A`` resolved from A's tool message), so it runs offline and repeats itself. The tools talk to
-crashlab's service over plain HTTP (`crashlab.adapters.http`), which recognises the job's effects by
+crashlab's service over plain HTTP (`crashlab.runtimes.http`), which recognises the job's effects by
 what they are; the keyed variant sends a key made of LangGraph's own durable IDs, the thread ID and
 the tool-call ID.
 
