@@ -30,7 +30,8 @@ sweep: $(INSTALLED)
 	$(BIN)/crashlab sweep --fault all --out results/faults > /dev/null
 	$(BIN)/crashlab sweep --loop examples/http_loop.py:plain,keyed --effects examples/http_loop.yaml --fault all \
 		--out results/examples > /dev/null
-	$(BIN)/crashlab sweep --loop langgraph --kill --depth 1 --fault all --out results/frameworks/langgraph > /dev/null
+	$(BIN)/crashlab sweep --loop langgraph --variant langgraph-plain,langgraph-keyed,langgraph-v1,langgraph-exit --kill \
+		--depth 1 --fault all --out results/frameworks/langgraph > /dev/null
 	$(BIN)/crashlab sweep --loop dbos --kill --depth 1 --fault all --out results/frameworks/dbos > /dev/null
 	$(BIN)/crashlab frameworks --depth 1 --out results/frameworks > /dev/null
 	$(BIN)/crashlab plot --out results/sweep.png

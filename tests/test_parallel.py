@@ -182,3 +182,9 @@ def test_a_thread_that_polls_with_sleep_lets_the_task_it_waits_for_run():
         while not done:
             time.sleep(0.001)
     assert done == ["step"] and [e.label for e in points.points()] == ["step"]
+
+
+def test_a_scheduled_loop_under_a_fault_it_was_not_checked_with_is_refused_in_one_line(cli):
+    """Under timeout the scheduled LangGraph agent hung on a wait the scheduler cannot see: refused, not run."""
+    code, out, err = cli("sweep", "--variant", "langgraph-parallel", "--kill", "--fault", "timeout")
+    assert (code, out) == (2, "") and "--fault timeout: langgraph-parallel's threads are scheduled" in err

@@ -106,6 +106,10 @@ class Fault:
     #: Whether `--fault all` (the fault matrix) sweeps it: not a fault that only explores what a loop already
     #: does (the schedules of its threads), which changes nothing in a loop with one thread.
     in_matrix: ClassVar[bool] = True
+    #: Whether a loop whose threads the harness schedules (`Variant.scheduled`) has been swept under it and
+    #: found to repeat itself: a fault that holds a reply back (timeout) left such a loop hung on a wait the
+    #: scheduler cannot see, so the others are refused for it until they are.
+    schedules_threads: ClassVar[bool] = False
 
     @classmethod
     def configured(cls, value: str | None = None) -> Fault:

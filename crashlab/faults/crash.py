@@ -14,3 +14,4 @@ class Crash(Fault):
     breaks = "the loop's process dies at a crash point; the OS cache, the tracker and the person outlive it"
     adds = "nothing: the chapter's sweep, the book's table"
     needs: ClassVar[frozenset[Capability]] = frozenset()
+    schedules_threads: ClassVar[bool] = True

@@ -86,6 +86,7 @@ class Interleave(Fault):
             f"run, up to {LIMIT} (ID SLUG+interleave=P.Q.R:I, each the thread taken at a decision)")
     needs: ClassVar[frozenset[Capability]] = frozenset()
     in_matrix: ClassVar[bool] = False
+    schedules_threads: ClassVar[bool] = True
 
     @classmethod
     def configured(cls, value: str | None = None) -> Fault:

@@ -100,6 +100,10 @@ def check_runs(setup: Setup, spec: RunnerSpec) -> None:
         why = " (a framework catches, retries or saves a raised exception, so only SIGKILL is a death there)" \
             if variant.extra else ""
         raise BadInput(f"{variant.slug} runs only under {only}{why}")
+    if variant.scheduled and (untried := [f.slug for f in faults.members if not f.schedules_threads]):
+        raise BadInput(f"--fault {untried[0]}: {variant.slug}'s threads are scheduled by the harness, which has not "
+                       "been checked to repeat itself under that fault (under timeout it hung): sweep it under "
+                       "crash or interleave")
     if variant.stands_in is not None:
         if faults:
             raise BadInput(f"--fault {faults.members[0].slug}: crashlab breaks only what it runs, and a service of "
