@@ -11,6 +11,25 @@ from crashlab.job import Call
 from crashlab.world.sqlite import Database, SqliteTracker
 
 
+@pytest.fixture(autouse=True)
+def unpatched(monkeypatch):
+    """The scheduler patches the threading primitives of the process it runs in, for good: in a killed loop's
+    process that is the process's whole life. Here, in the test process, each test's patches are taken back
+    after it, so that the tests that run after it in this process wait and sleep as Python does."""
+    import concurrent.futures
+    import concurrent.futures.thread
+    import threading
+    import time
+
+    from crashlab.engine import schedule
+
+    for owner, name in ((concurrent.futures.ThreadPoolExecutor, "submit"), (concurrent.futures.thread._WorkItem, "run"),
+                        (threading.Thread, "start"), (time, "sleep"), (threading.Event, "wait"),
+                        (concurrent.futures.Future, "result"), (concurrent.futures.Future, "exception"),
+                        (schedule, "_patched"), (schedule, "_scheduler")):
+        monkeypatch.setattr(owner, name, getattr(owner, name))
+
+
 def test_the_sqlite_tracker_takes_requests_from_many_threads_at_once(tmp_path):
     """Eight threads file issues and repeat keyed ones on one tracker: each number once, each key one number.
 
