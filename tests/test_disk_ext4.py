@@ -216,7 +216,12 @@ def test_ext4_leaves_what_a_disk_that_kept_everything_would_not(observed):
 
     for mode in MODES:
         assert seen(mode, "none", False, 1, 1) == {("empty", None)}  # a new name committed before its data was written
-        assert seen(mode, "none", False, 3, 3) == {("whole", 3)}  # saves 2 and 3 replaced a checkpoint: data first
         assert seen(mode, "none", True, 3, 0) == {("whole", 0)}  # three renames taken back: none was committed
-        assert seen(mode, "none", True, 3, 3) == {("whole", 3)}
         assert seen(mode, "file", True, 3, 0) == {("whole", 2)}  # the last save's fsync committed the renames before it
+    # Saves that replace a checkpoint, then a commit. data=ordered writes the data before the commit
+    # (auto_da_alloc); data=writeback only starts writing it, and a commit may come first: the CI run of
+    # stop 29 saw a zero-filled checkpoint at its full size, in one of these four trials.
+    for replaced in (seen("ordered", "none", False, 3, 3), seen("ordered", "none", True, 3, 3)):
+        assert replaced == {("whole", 3)}
+    for replaced in (seen("writeback", "none", False, 3, 3), seen("writeback", "none", True, 3, 3)):
+        assert replaced and all(state == ("whole", 3) or state[0] == "full size, not its data" for state in replaced)
