@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from crashlab.job import JobError, load_job
-from crashlab.job.reader import MAX_ISSUE, TEXT_LIMITS
+from crashlab.job.reader import MAX_CALLS, MAX_ISSUE, TEXT_LIMITS
 
 from .conftest import ROOT
 
@@ -181,6 +181,13 @@ def alias_bomb() -> str:
     return "\n".join(lines) + "\nname: x\nturns:\n  - calls: [{id: A, tool: create_issue, args: {title: *a8, body: b}}]\n"
 
 
+def calls(n: int) -> str:
+    """A job of `n` calls, a hundred a reply, each within every other limit."""
+    turns = [f"  - calls: [{', '.join(f'{{id: C{k}, tool: search, args: {{query: q}}}}' for k in range(t, min(n, t + 100)))}]"
+             for t in range(0, n, 100)]
+    return "name: many\nturns:\n" + "\n".join(turns) + "\n  - answer: done\n"
+
+
 @pytest.mark.parametrize(
     ("make", "message"),
     [
@@ -193,13 +200,20 @@ def alias_bomb() -> str:
         (lambda d: os.mkfifo(d / "fifo") or d / "fifo", "not a regular file (a pipe, device or socket)"),
         (lambda d: Path("/dev/zero"), "/dev/zero: not a regular file"),
         (lambda d: d, "is a directory, not a job file"),
+        (lambda d: (d / "many.yaml").write_text(calls(MAX_CALLS + 1)) and d / "many.yaml",
+         f"turn 11 call 1: a job makes at most {MAX_CALLS} calls in all its turns, and this is one more"),
     ],
-    ids=["alias bomb", "2 MiB file", "1 MB title", "fifo", "/dev/zero", "directory"],
+    ids=["alias bomb", "2 MiB file", "1 MB title", "fifo", "/dev/zero", "directory", "1,001 calls"],
 )
 def test_a_job_that_would_exhaust_time_or_memory_is_refused_at_once(tmp_path, make, message):
     code, out, err, seconds = run("sweep", "--job", str(make(tmp_path)), timeout=10)
     assert seconds < 5
     assert_refused(code, out, err, message)
+
+
+def test_a_job_of_the_most_calls_the_reader_allows_loads(tmp_path):
+    (tmp_path / "most.yaml").write_text(calls(MAX_CALLS))
+    assert sum(len(turn.calls) for turn in load_job(tmp_path / "most.yaml").turns) == MAX_CALLS
 
 
 def test_sigterm_leaves_no_file_store_and_no_partial_results_behind(tmp_path):

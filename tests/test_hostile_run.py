@@ -21,9 +21,11 @@ from pathlib import Path
 
 import pytest
 
-from crashlab.durable.checkpoint import Checkpoint
+from crashlab.durable.checkpoint import Checkpoint, TurnRecord
 from crashlab.durable.store import MAX_CHECKPOINT_BYTES, FileStore
 from crashlab.engine.points import Recorder
+from crashlab.job import Call
+from crashlab.job.reader import MAX_CALLS, TEXT_LIMITS
 from crashlab.runners.program import locked
 
 from .conftest import ROOT, SCENARIOS
@@ -238,8 +240,20 @@ def test_a_checkpoint_that_is_no_file_or_too_large_is_refused_at_once(copy, comm
     assert_refused(code, out, err, message)
 
 
-def test_the_checkpoint_bound_holds_the_largest_job_the_reader_accepts():
-    assert 100 << 20 < MAX_CHECKPOINT_BYTES < 1 << 30  # hundreds of MiB: no valid checkpoint is refused, no 3 GB read
+def test_the_checkpoint_bound_holds_the_largest_checkpoint_of_the_largest_job_the_reader_accepts():
+    """Half the calls file issues with the longest texts, the other half search and hit every one of them,
+    and every call has a result, a marker, a decision, an approval and a fenced key: no save is larger."""
+    longest = {what: "\U0001f600" * TEXT_LIMITS[what] for what in ("title", "body", "query")}  # 4 bytes a character
+    half = MAX_CALLS // 2
+    files = [Call(f"{k:0>64}", "create_issue", {"title": longest["title"], "body": longest["body"]}, True, True)
+             for k in range(half)]
+    searches = [Call(f"s{k:0>63}", "search", {"query": longest["query"]}) for k in range(half)]
+    every = {call.id: call for call in files + searches}
+    results = {**{call.id: 99_999 for call in files}, **{call.id: [99_999] * half for call in searches}}
+    turn = TurnRecord(1, tuple(every.values()), results, dict.fromkeys(every, 1e9), dict.fromkeys(every, "lookup"),
+                      dict.fromkeys(every, True), dict.fromkeys(every, 99), True)
+    largest = Checkpoint("r" * 64, (turn,), "\U0001f600" * TEXT_LIMITS["answer"]).to_json()
+    assert len(largest) <= MAX_CHECKPOINT_BYTES < 1 << 30  # no valid checkpoint is refused, no 3 GB file read
 
 
 # -- 11. tracebacks where one line is owed ------------------------------------------------------

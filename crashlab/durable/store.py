@@ -22,7 +22,7 @@ from typing import BinaryIO, Protocol
 from crashlab.durable.checkpoint import Checkpoint, CheckpointError
 from crashlab.durable.disk import Disk, Survivor
 from crashlab.engine.points import Recorder
-from crashlab.job.reader import MAX_NODES, TEXT_LIMITS
+from crashlab.job.reader import MAX_CALLS, TEXT_LIMITS
 
 STORE_KINDS = ("memory", "files")
 
@@ -30,16 +30,12 @@ STORE_KINDS = ("memory", "files")
 Files = tuple[tuple[str, bytes], ...]
 CHECKPOINT = "checkpoint.json"
 
-#: The most calls a job can hold: the job reader allows at most MAX_NODES YAML values, aliases
-#: expanded, and the smallest call is 9 of them (its mapping; id, tool and args, each a key and a
-#: value, the args a mapping; one argument, a key and a value).
-MAX_CALLS = MAX_NODES // 9
 #: The most one call can take in a checkpoint: its longest arguments (a title and a body) at 4 bytes
 #: a character (UTF-8; escaped line breaks and quotes take 2), and 1 KiB for its ID in each of the six
 #: places it appears (the call, results, markers, decisions, approvals, fenced), its flags, its result
 #: and the JSON around them.
 CALL_BYTES = 4 * (TEXT_LIMITS["title"] + TEXT_LIMITS["body"]) + 1024
-#: The largest checkpoint file crashlab reads, about 370 MiB: every call of the largest job at its
+#: The largest checkpoint file crashlab reads, about 19 MiB: every call of the largest job at its
 #: largest, plus every search's hits, where half the calls are searches that each hit every issue the
 #: other half filed (6 bytes a hit: a number of up to 5 digits and a comma). No loop saves a larger
 #: one for a job the reader accepts, so a larger file is not a checkpoint, and is refused unread.
