@@ -149,11 +149,7 @@ class FileStore:
         os.replace(self.temp, self.path)
         self.disk.rename()
         if self.disk.sync == "full":
-            directory = os.open(self.path.parent, os.O_RDONLY)
-            try:
-                os.fsync(directory)
-            finally:
-                os.close(directory)
+            sync_directory(self.path.parent)
         self.points.hit("renamed")
 
     def files(self) -> Files:
@@ -196,6 +192,15 @@ def read_checkpoint_file(path: Path) -> bytes | None:
     if len(data) > MAX_CHECKPOINT_BYTES:  # it grew while being read
         raise CheckpointError(f"{path}: larger than any checkpoint ({MAX_CHECKPOINT_BYTES} bytes at most)")
     return data
+
+
+def sync_directory(path: Path) -> None:
+    """Make `path`'s entries durable: a name made, renamed or removed in it survives a power cut only after this."""
+    directory = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(directory)
+    finally:
+        os.close(directory)
 
 
 def create_afresh(path: Path) -> BinaryIO:

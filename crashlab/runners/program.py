@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from crashlab.durable.checkpoint import Checkpoint, CheckpointError, TurnRecord
-from crashlab.durable.store import CHECKPOINT, FileStore
+from crashlab.durable.store import CHECKPOINT, FileStore, sync_directory
 from crashlab.engine.points import Recorder
 from crashlab.engine.scenario import Setup
 from crashlab.errors import BadInput
@@ -278,11 +278,17 @@ def held(record: Record) -> str:
 
 
 def make(directory: Path) -> None:
-    """Make the run directory if it is absent; its parent must exist."""
+    """Make the run directory if it is absent; its parent must exist.
+
+    Its name is synced into its parent before anything is saved in it (a run killed before that sync
+    left it unsynced, so every run syncs it): else a power cut can take the whole directory back,
+    checkpoint and all, after the loop's effects were made.
+    """
     if not directory.parent.is_dir():
         raise RunError(f"cannot make run directory {directory}: {directory.parent} does not exist")
     try:
         directory.mkdir(exist_ok=True)
+        sync_directory(directory.parent)
     except (FileExistsError, NotADirectoryError):
         raise RunError(f"{directory} exists and is not a directory") from None
     except OSError as error:
