@@ -4,7 +4,8 @@ A runtime's package holds two modules. Its ``__init__`` names it (`Runtime`: its
 the guarantee its documentation gives for an interrupted tool call) and imports nothing heavy, so
 the registry, `crashlab --help` and `crashlab frameworks` can list every runtime without loading
 one. Its ``loop`` module is the job written as that runtime's user writes it, with ``entry(slug,
-run)``: the only module that imports the runtime, loaded when a process first runs it.
+run)``: the only module that imports the runtime, loaded when a process first runs it. (DBOS's
+package has one more, ``launch``, which Pydantic AI's durable rows share.)
 
 A runtime is found by being here: adding one is adding a package, and nothing else learns its name.
 """

@@ -10,7 +10,7 @@ durable IDs, the workflow ID and the step ID. The steps call crashlab's service 
 
 Crash points, besides the service's own ``accepted`` (inside the step, after the commit, before
 DBOS records the output): ``step`` just before each step and ``step-recorded`` just after it
-returned to the workflow. Only this module imports DBOS.
+returned to the workflow. Only this module and `launch` import DBOS.
 """
 
 from __future__ import annotations
@@ -18,16 +18,14 @@ from __future__ import annotations
 from typing import Any
 
 from dbos import DBOS, SetWorkflowID
-from dbos._dbos import _get_or_create_dbos_registry
 
 import crashlab
 from crashlab.engine.run import Run
 from crashlab.runtimes import http
+from crashlab.runtimes.dbos.launch import launch
 from crashlab.runtimes.script import resolved
 
 WORKFLOW = "triage-workflow"
-#: Seconds between looks of DBOS's internal queue, where recovery puts a pending workflow (see `entry`).
-RECOVERY_POLL = 0.01
 
 #: What the process's workflow and steps work with: set by `agent` before DBOS launches.
 _now: dict[str, Any] = {}
@@ -59,16 +57,7 @@ def entry(slug: str, run: Run) -> None:
     """One process: launch DBOS over the run's database; start the workflow, or wait for its recovery."""
     assert run.directory is not None, "DBOS runs only forked, in a run directory"
     _now.update(job=run.job, keyed=slug == "dbos-keyed", run=run)
-    # A step that fails under a fault is the scenario's outcome, which the harness tells; DBOS logging
-    # each one's traceback too would bury a sweep's output.
-    DBOS(config={"name": "crashlab", "system_database_url": f"sqlite:///{run.directory / 'dbos.sqlite'}",
-                 "run_admin_server": False, "log_level": "CRITICAL"})  # type: ignore[typeddict-unknown-key]
-    # Recovery puts a pending workflow on DBOS's internal queue, which a thread polls once a second
-    # (DEFAULT_QUEUE_POLLING_INTERVAL_SEC): every restart waited about a second for it to start. DBOS has
-    # a setting for its Kafka queues' interval, none for this one, so it is set on the queue itself: the
-    # interval is how soon a worker looks, and changes nothing of what it does.
-    _get_or_create_dbos_registry().get_internal_queue()._polling_interval_sec = RECOVERY_POLL
-    DBOS.launch()  # recovers a pending workflow in the background, as after any crash
+    launch(run.directory / "dbos.sqlite")
     if DBOS.get_workflow_status(WORKFLOW) is None:
         with SetWorkflowID(WORKFLOW):
             DBOS.start_workflow(job_workflow).get_result()

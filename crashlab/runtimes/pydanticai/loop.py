@@ -57,6 +57,7 @@ import crashlab
 from crashlab.engine.run import Run
 from crashlab.job import Job
 from crashlab.runtimes import http
+from crashlab.runtimes.dbos.launch import launch
 from crashlab.runtimes.script import resolved
 from crashlab.world.person import ApprovalDesk
 
@@ -207,10 +208,7 @@ def durable(setting: Setting, job: Job, directory: Path, desk: ApprovalDesk) -> 
     dbos._sys_db_sqlite.SQLiteSystemDatabase = KilledSystemDatabase  # type: ignore[misc]
     _now["agent"] = Agent(scripted(job), name=NAME, toolsets=[tools(job, setting.keyed, setting.step)],
                           capabilities=[approvals(job, desk), DBOSDurability(parallel_execution_mode="sequential")])
-    # A failing step is the scenario's outcome, which the harness tells; DBOS logging it would bury the output.
-    DBOS(config={"name": "crashlab", "system_database_url": f"sqlite:///{directory / 'dbos.sqlite'}",
-                 "run_admin_server": False, "log_level": "CRITICAL"})  # type: ignore[typeddict-unknown-key]
-    DBOS.launch()  # recovers a pending workflow in the background, as after any crash
+    launch(directory / "dbos.sqlite")
     if DBOS.get_workflow_status(WORKFLOW) is None:
         asyncio.run(start(job.description or job.name))
     else:
