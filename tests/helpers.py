@@ -1,15 +1,16 @@
 """The engine as the tests drive it: a variant by slug, a sweep or one scenario, under faults by name."""
 
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
 
+from crashlab.api import Swept
 from crashlab.engine.death import Choice
 from crashlab.engine.scenario import ScenarioRun, Setup
-from crashlab.engine.sweep import sweep
+from crashlab.engine.sweep import sweep, sweep_all
 from crashlab.engine.tree import VariantSweep
-from crashlab.faults import Faults, find
+from crashlab.faults import Fault, Faults, find
 from crashlab.job import Job
-from crashlab.loops import VARIANTS
+from crashlab.loops import FAMILIES, VARIANTS
 from crashlab.runners import Runner, RunnerSpec
 
 
@@ -59,3 +60,11 @@ def outcome(run: ScenarioRun):
 def results(sweep: VariantSweep) -> list:
     """Every scenario of a sweep as a comparable tuple: its ID, where it crashed, what it came to, and its cost."""
     return [(s.id, s.points, s.outcome, s.hits, s.saves) for s in sweep.scenarios()]
+
+
+def sweep_family(family: str, job: Job, depth: int = 1, faults: Sequence[Fault] = (),
+                 slugs: Collection[str] | None = None, runner: RunnerSpec = RunnerSpec("forked")) -> list[Swept]:
+    """A runtime's rows (or those `slugs` names), each killed for real at every point, on two workers."""
+    setups = [Setup(variant, job, Faults.of(faults)) for slug, variant in FAMILIES[family].items()
+              if slugs is None or slug in slugs]
+    return [Swept(s) for s in sweep_all(setups, runner, depth=depth, workers=2)]

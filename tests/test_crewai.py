@@ -14,27 +14,15 @@ from importlib.util import find_spec
 
 import pytest
 
+from .helpers import sweep_family
+
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(find_spec("crewai") is None, reason="needs the crewai extra: pip install crashlab[crewai]")]
 
 
-def sweep_variants(job, depth=1, faults=()):
-    """Each of the framework's rows, killed for real at every point (its framework is imported when a test runs:
-    collecting the fast suite should not pay for it)."""
-    from crashlab.api import Swept
-    from crashlab.engine.scenario import Setup
-    from crashlab.engine.sweep import sweep_all
-    from crashlab.faults import Faults
-    from crashlab.loops import FAMILIES
-    from crashlab.runners import RunnerSpec
-
-    setups = [Setup(variant, job, Faults.of(faults)) for variant in FAMILIES["crewai"].values()]
-    return [Swept(s) for s in sweep_all(setups, RunnerSpec("forked"), depth=depth, workers=2)]
-
-
 @pytest.fixture(scope="module")
 def swept(triage):
-    return {sweep.name: sweep for sweep in sweep_variants(triage)}
+    return {sweep.name: sweep for sweep in sweep_family("crewai", triage)}
 
 
 def windows(points):

@@ -10,25 +10,13 @@ import pytest
 
 from crashlab.durable.fuse import unusable
 
+from .helpers import sweep_family
+
 pytestmark = pytest.mark.slow
 
 
-def sweep_variants(job, depth=1, faults=()):
-    """Each of the framework's rows, killed for real at every point (its framework is imported when a test runs:
-    collecting the fast suite should not pay for it)."""
-    from crashlab.api import Swept
-    from crashlab.engine.scenario import Setup
-    from crashlab.engine.sweep import sweep_all
-    from crashlab.faults import Faults
-    from crashlab.loops import FAMILIES
-    from crashlab.runners import RunnerSpec
-
-    setups = [Setup(variant, job, Faults.of(faults)) for variant in FAMILIES["dbos"].values()]
-    return [Swept(s) for s in sweep_all(setups, RunnerSpec("forked"), depth=depth, workers=2)]
-
-
 def test_a_plain_dbos_step_runs_again_after_a_kill_between_its_effect_and_its_record_and_a_keyed_one_never(triage):
-    plain, keyed = sweep_variants(triage)
+    plain, keyed = sweep_family("dbos", triage)
     assert plain.points == keyed.points and plain.flaky == keyed.flaky == 0
     assert {s.points[0] for s in plain.scenarios if s.outcome.dups} == {p for p in plain.points if p.startswith("accepted#")}
     assert plain.dups == len(triage.changing_calls) and plain.missing == 0
@@ -43,7 +31,7 @@ def test_a_power_cut_after_dbos_recorded_a_step_takes_the_record_back_and_the_pl
     step's second run sends the same key."""
     from crashlab.faults.power_cut import PowerCut
 
-    plain, keyed = sweep_variants(triage, faults=[PowerCut.configured()])
+    plain, keyed = sweep_family("dbos", triage, faults=[PowerCut.configured()])
     dying = {s.points[0] for s in plain.scenarios if s.outcome.dups}
     assert {p for p in plain.points if p.startswith("accepted#")} < dying
     assert {"step-recorded#1", "step#2"} <= dying

@@ -12,27 +12,14 @@ import pytest
 
 from crashlab.durable.fuse import unusable
 
+from .helpers import sweep_family
+
 pytestmark = pytest.mark.slow
-
-
-def sweep_variants(job, depth=1, faults=(), slugs=None):
-    """Each of the framework's rows (or those `slugs` names), killed for real at every point (its framework is
-    imported when a test runs: collecting the fast suite should not pay for it)."""
-    from crashlab.api import Swept
-    from crashlab.engine.scenario import Setup
-    from crashlab.engine.sweep import sweep_all
-    from crashlab.faults import Faults
-    from crashlab.loops import FAMILIES
-    from crashlab.runners import RunnerSpec
-
-    setups = [Setup(variant, job, Faults.of(faults)) for slug, variant in FAMILIES["langgraph"].items()
-              if slugs is None or slug in slugs]
-    return [Swept(s) for s in sweep_all(setups, RunnerSpec("forked"), depth=depth, workers=2)]
 
 
 @pytest.fixture(scope="module")
 def swept(triage):
-    return {sweep.name: sweep for sweep in sweep_variants(triage)}
+    return {sweep.name: sweep for sweep in sweep_family("langgraph", triage)}
 
 
 @pytest.mark.parametrize("slug", ["langgraph-plain", "langgraph-v1"])
@@ -96,7 +83,7 @@ def test_a_power_cut_of_its_run_directory_takes_nothing_langgraph_committed(swep
     committed was synced, so a cut leaves what a kill leaves, scenario for scenario."""
     from crashlab.faults.power_cut import PowerCut
 
-    (cut,) = sweep_variants(triage, faults=[PowerCut.configured()], slugs={"langgraph-plain"})
+    (cut,) = sweep_family("langgraph", triage, faults=[PowerCut.configured()], slugs={"langgraph-plain"})
     killed = swept[cut.name]
     assert cut.points == killed.points
     assert [s.outcome for s in cut.scenarios] == [s.outcome for s in killed.scenarios]

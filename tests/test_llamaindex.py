@@ -11,26 +11,14 @@ nothing; keyed with the run ID and the tool ID, nothing may duplicate or be lost
 
 import pytest
 
+from .helpers import sweep_family
+
 pytestmark = pytest.mark.slow
-
-
-def sweep_variants(job, slugs):
-    """The framework's rows `slugs` names, killed for real at every point (its framework is imported when a test
-    runs: collecting the fast suite should not pay for it)."""
-    from crashlab.api import Swept
-    from crashlab.engine.scenario import Setup
-    from crashlab.engine.sweep import sweep_all
-    from crashlab.faults import Faults
-    from crashlab.loops import FAMILIES
-    from crashlab.runners import RunnerSpec
-
-    setups = [Setup(variant, job, Faults.of(())) for slug, variant in FAMILIES["llamaindex"].items() if slug in slugs]
-    return [Swept(s) for s in sweep_all(setups, RunnerSpec("forked"), depth=1, workers=2)]
 
 
 @pytest.fixture(scope="module")
 def swept(triage):
-    return {sweep.name: sweep for sweep in sweep_variants(triage, {"llamaindex-plain", "llamaindex-keyed"})}
+    return {sweep.name: sweep for sweep in sweep_family("llamaindex", triage, slugs={"llamaindex-plain", "llamaindex-keyed"})}
 
 
 def windows(points):

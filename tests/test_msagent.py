@@ -12,29 +12,16 @@ import pytest
 
 from crashlab.durable.fuse import unusable
 
+from .helpers import sweep_family
+
 pytestmark = pytest.mark.slow
 
 APPROVALS = 3  # the uninterrupted approval row asks the person about A, B and C, once each
 
 
-def sweep_variants(job, depth=1, faults=(), slugs=None):
-    """Each of the framework's rows (or those `slugs` names), killed for real at every point (its framework is
-    imported when a test runs: collecting the fast suite should not pay for it)."""
-    from crashlab.api import Swept
-    from crashlab.engine.scenario import Setup
-    from crashlab.engine.sweep import sweep_all
-    from crashlab.faults import Faults
-    from crashlab.loops import FAMILIES
-    from crashlab.runners import RunnerSpec
-
-    setups = [Setup(variant, job, Faults.of(faults)) for slug, variant in FAMILIES["msagent"].items()
-              if slugs is None or slug in slugs]
-    return [Swept(s) for s in sweep_all(setups, RunnerSpec("forked"), depth=depth, workers=2)]
-
-
 @pytest.fixture(scope="module")
 def swept(triage):
-    return {sweep.name: sweep for sweep in sweep_variants(triage)}
+    return {sweep.name: sweep for sweep in sweep_family("msagent", triage)}
 
 
 def unsaved(points, begin, end="save-done#"):
@@ -96,7 +83,7 @@ def test_a_power_cut_takes_the_unsynced_checkpoint_and_with_it_the_generated_ses
     named by the caller keeps its keys."""
     from crashlab.faults.power_cut import PowerCut
 
-    keyed, named = sweep_variants(triage, faults=[PowerCut.configured()], slugs={"msagent-keyed", "msagent-named"})
+    keyed, named = sweep_family("msagent", triage, faults=[PowerCut.configured()], slugs={"msagent-keyed", "msagent-named"})
     assert keyed.dups > 0 and keyed.missing == 0 and keyed.dups >= swept["msagent-plain"].dups
     assert (named.dups, named.missing, named.failures()) == (0, 0, [])
 

@@ -12,6 +12,9 @@ from importlib.util import find_spec
 import pytest
 
 from crashlab.job import parse_job
+from crashlab.runners import RunnerSpec
+
+from .helpers import sweep_family
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(find_spec("prefect") is None, reason="needs the prefect extra: pip install crashlab[prefect]")]
@@ -28,17 +31,8 @@ SLUGS = ("prefect-plain", "prefect-persist", "prefect-keyed")
 def swept():
     """Each row, killed for real at every point (Prefect is imported when the test runs, not when it is
     collected)."""
-    from crashlab.api import Swept
-    from crashlab.engine.scenario import Setup
-    from crashlab.engine.sweep import sweep_all
-    from crashlab.faults import Faults
-    from crashlab.loops import FAMILIES
-    from crashlab.runners import RunnerSpec
-
     job = parse_job(ONE_ISSUE)
-    setups = [Setup(FAMILIES["prefect"][slug], job, Faults.of(())) for slug in SLUGS]
-    return {s.name: s for s in (Swept(x) for x in sweep_all(setups, RunnerSpec("forked", limit=300.0), depth=1,
-                                                             workers=2))}
+    return {s.name: s for s in sweep_family("prefect", job, slugs=SLUGS, runner=RunnerSpec("forked", limit=300.0))}
 
 
 def dying(sweep):

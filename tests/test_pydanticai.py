@@ -10,26 +10,14 @@ of steps redo every commit until the workflow returns.
 
 import pytest
 
+from .helpers import sweep_family
+
 pytestmark = pytest.mark.slow
-
-
-def sweep_variants(job, depth=1):
-    """Each of the runtime's rows, killed for real at every point (Pydantic AI is imported when a test runs:
-    collecting the fast suite should not pay for it)."""
-    from crashlab.api import Swept
-    from crashlab.engine.scenario import Setup
-    from crashlab.engine.sweep import sweep_all
-    from crashlab.faults import Faults
-    from crashlab.loops import FAMILIES
-    from crashlab.runners import RunnerSpec
-
-    setups = [Setup(variant, job, Faults.of(())) for variant in FAMILIES["pydanticai"].values()]
-    return [Swept(s) for s in sweep_all(setups, RunnerSpec("forked"), depth=depth, workers=2)]
 
 
 @pytest.fixture(scope="module")
 def swept(triage):
-    return {sweep.name: sweep for sweep in sweep_variants(triage)}
+    return {sweep.name: sweep for sweep in sweep_family("pydanticai", triage)}
 
 
 def duplicating(sweep):

@@ -10,25 +10,16 @@ workflow run ID and activity ID, no kill may duplicate or lose anything.
 
 import pytest
 
+from .helpers import sweep_family
+
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def swept():
+def swept(triage):
     """Every row of the runtime, killed for real at every point, once for the module (each scenario starts a
     dev server: sweeping once keeps the file near a minute and a half)."""
-    from crashlab.api import Swept
-    from crashlab.engine.scenario import Setup
-    from crashlab.engine.sweep import sweep_all
-    from crashlab.faults import Faults
-    from crashlab.job import load_job
-    from crashlab.loops import FAMILIES
-    from crashlab.runners import RunnerSpec
-    from tests.conftest import SCENARIOS
-
-    job = load_job(SCENARIOS / "triage.yaml")
-    setups = [Setup(variant, job, Faults.of(())) for variant in FAMILIES["temporal"].values()]
-    return {s.name: s for s in (Swept(s) for s in sweep_all(setups, RunnerSpec("forked"), depth=1, workers=2))}
+    return {s.name: s for s in sweep_family("temporal", triage)}
 
 
 def dying(swept):
