@@ -9,9 +9,10 @@ files. It serves every loop alike: crashlab's, yours, a framework's; and `crashl
 life the same way, in its own process (`life_in`).
 
 What the parent learns from the process itself is what a trace would tell: its events (the crash
-points it passed, its saves and requests), written down a pipe by its recorder just before the
-kill. They check the run (did it die where it was told, did it retrace the run it repeats) and tell
-its story; they count nothing.
+points it passed, its saves and requests), written down a pipe by its recorder as each is recorded,
+by whichever thread records it, so the trace holds all the process did up to its death. They check
+the run (did it die where it was told, did it retrace the run it repeats) and tell its story; they
+count nothing.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import os
 import shutil
 import signal
 import tempfile
+import threading
 import time
 import traceback
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -71,31 +73,88 @@ def die(group: bool = False) -> None:
 class KillingRecorder(Recorder):
     """The recorder of one real process: it never raises `Crash`, it dies by SIGKILL.
 
-    At its `kill_at`-th point it calls `last_words` (the harness's report, if any) and kills itself;
-    nothing of the loop runs after the point, not even a ``finally``. `echo` prints each point as it
-    is passed (`crashlab run` shows them), `pace` sleeps at each, so a person can kill by hand.
+    At its `kill_at`-th point it kills itself; nothing of the loop runs after the point, not even a
+    ``finally``. With `trace`, each event goes to the harness as it is recorded, and the death is
+    told before it comes. `echo` prints each point as it is passed (`crashlab run` shows them),
+    `pace` sleeps at each, so a person can kill by hand.
     """
 
     def __init__(self, kill_at: int | None = None, pace: float = 0.0, echo: Callable[[str], None] | None = None,
-                 last_words: Callable[[], None] | None = None, scenario: str = "run", process: int = 0,
-                 group: bool = False):
+                 trace: Trace | None = None, scenario: str = "run", process: int = 0, group: bool = False):
         super().__init__((), scenario, process)
         self.kill_at = kill_at
         self.pace = pace
         self.echo = echo
-        self.last_words = last_words
+        self.trace = trace
         self.group = group  # whether its death takes its process group: a sweep's process leads its own
 
     def hit(self, label: str) -> None:
         super().hit(label)
+        if self.trace is not None:
+            self.trace.tell(self.events)
         if self.echo is not None:
             self.echo(f"point {self.passed} {label}  {self.where}")
         if self.passed == self.kill_at:
-            if self.last_words is not None:
-                self.last_words()
+            if self.trace is not None:
+                self.trace.end(self.events, "killed")
             die(self.group)
         if self.pace:
             time.sleep(self.pace)
+
+    def note(self, kind: str, label: str = "", **detail: Any) -> None:
+        super().note(kind, label, **detail)
+        if self.trace is not None:
+            self.trace.tell(self.events)
+
+
+class Told(msgspec.Struct, array_like=True):
+    """One message of a process to the parent: the events it recorded since the last, and, in its last, how it
+    ended ("killed" at its point, as told; "returned"; or the error that ended it)."""
+
+    events: list[tuple[str, str, int, str, str, int, dict[str, Any]]]  # kind, label, turn, call, tool, index, detail
+    ended: str = ""
+
+
+class Trace:
+    """A process's events, told to the parent as they are recorded, by whichever thread records them.
+
+    Told in one message just before the kill, a trace would leave out what the process's other threads
+    did while it was written (`tests/test_process_tree.py`: a thread searching the tracker in a loop
+    went untold at half the kill points). Each message is framed by its length and written whole under
+    a lock, and the end holds the lock for good: no thread starts a message that the death would cut.
+    """
+
+    def __init__(self, say: Callable[[bytes], None]):
+        self.say = say
+        self.sent = 0
+        self.lock = threading.RLock()  # re-entered only by a thread that failed while telling
+
+    def tell(self, events: list[Event]) -> None:
+        with self.lock:
+            self._send(events, "")
+
+    def end(self, events: list[Event], ended: str) -> None:
+        self.lock.acquire()  # never released: the process ends next
+        self._send(events, ended)
+
+    def _send(self, events: list[Event], ended: str) -> None:
+        new, self.sent = events[self.sent:], len(events)
+        if new or ended:
+            said = msgspec.msgpack.encode(Told([(e.kind, e.label, e.where.turn, e.where.call, e.where.tool, e.index,
+                                                  e.detail) for e in new], ended))
+            self.say(len(said).to_bytes(4, "big") + said)
+
+
+def heard(said: bytes, where: str) -> tuple[list[Told], str]:
+    """Every message a process told, and how it said it ended ("" if it never said)."""
+    told, at = [], 0
+    while at < len(said):
+        size = int.from_bytes(said[at:at + 4], "big")
+        if at + 4 + size > len(said):
+            raise HarnessError(f"{where} was cut off in the middle of telling an event")
+        told.append(msgspec.msgpack.decode(said[at + 4:at + 4 + size], type=Told))
+        at += 4 + size
+    return told, next((t.ended for t in told if t.ended), "")
 
 
 def life_in(directory: Path, setup: Setup, points: Recorder, person: PersonFactory = SqlitePerson,
@@ -108,13 +167,6 @@ def life_in(directory: Path, setup: Setup, points: Recorder, person: PersonFacto
         world = open_world(db, setup.job, points, variant.tracker, person, desk=variant.desk, tracker=tracker)
         store = FileStore(directory, points, sync=sync)
         variant.entry(Run(setup.job, world, store, directory, points.process, points))
-
-
-class Report(msgspec.Struct, array_like=True):
-    """What one process tells the parent of its life: its events, and how it ended."""
-
-    events: list[tuple[str, str, int, str, str, int, dict[str, Any]]]  # kind, label, turn, call, tool, index, detail
-    ended: str  # "killed" (at its point, as told), "returned", or the error that ended it
 
 
 class Forked:
@@ -195,44 +247,39 @@ def live(setup: Setup, points: Recorder, directory: Path, env: Mapping[str, str]
         status, said = forked(partial(_child, setup, points, directory, env), limit)
     except Hung as hung:
         raise LoopFailed(where, str(hung)) from None
-    if not said:
+    told, ended = heard(said, where)
+    if not ended:
         raise HarnessError(f"{where} ended (wait status {status}) without a word: killed by something else?")
-    report = msgspec.msgpack.decode(said, type=Report)
-    for kind, label, turn, call, tool, index, detail in report.events:
-        points.events.append(Event(points.process, kind, label, Where(turn, call, tool), index, detail))
+    for message in told:
+        for kind, label, turn, call, tool, index, detail in message.events:
+            points.events.append(Event(points.process, kind, label, Where(turn, call, tool), index, detail))
     passed = points.points(points.process)
     points.passed = len(passed)
-    if report.ended == "killed" and killed(status):
-        last = passed[-1]
+    if ended == "killed" and killed(status):
+        last = next(p for p in passed if p.index == points.crash_at[points.process - 1])
         points.events.append(Event(points.process, "crash", last.label, last.where, last.index))
         points.dead = Crash(last.label, last.index)
         return False
-    if report.ended == "returned" and returned(status):
+    if ended == "returned" and returned(status):
         return True
-    raise HarnessError(f"{where} failed: {report.ended}")
+    raise HarnessError(f"{where} failed: {ended}")
 
 
 def _child(setup: Setup, parent: Recorder, directory: Path, env: Mapping[str, str] | None,
            tell: Callable[[bytes], None]) -> None:
     """One process of the scenario: the loop against the files in `directory`, killed at its point."""
     process, crash_at = parent.process, parent.crash_at
-    points = KillingRecorder(crash_at[process - 1] if process <= len(crash_at) else None,
+    trace = Trace(tell)
+    points = KillingRecorder(crash_at[process - 1] if process <= len(crash_at) else None, trace=trace,
                              scenario=parent.scenario, process=process - 1, group=True)
-
-    def report(ended: str) -> None:
-        events = [(e.kind, e.label, e.where.turn, e.where.call, e.where.tool, e.index, e.detail)
-                  for e in points.events]
-        tell(msgspec.msgpack.encode(Report(events, ended)))
-
-    points.last_words = lambda: report("killed")
     try:
         points.start_process()
         if env is not None:  # a service of yours: where it is, and where the loop keeps its files
             os.environ.update({**env, RUN_DIR: str(directory)})
         life_in(directory, setup, points)
-        report("returned")
+        trace.end(points.events, "returned")
     except BaseException as error:
-        report(ended_by(error))
+        trace.end(points.events, ended_by(error))
 
 
 def forked(body: Callable[[Callable[[bytes], None]], None], limit: float = TIME_LIMIT) -> tuple[int, bytes]:
