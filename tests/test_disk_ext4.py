@@ -218,10 +218,9 @@ def test_ext4_leaves_what_a_disk_that_kept_everything_would_not(observed):
         assert seen(mode, "none", False, 1, 1) == {("empty", None)}  # a new name committed before its data was written
         assert seen(mode, "none", True, 3, 0) == {("whole", 0)}  # three renames taken back: none was committed
         assert seen(mode, "file", True, 3, 0) == {("whole", 2)}  # the last save's fsync committed the renames before it
-    # Saves that replace a checkpoint, then a commit. data=ordered writes the data before the commit
-    # (auto_da_alloc); data=writeback only starts writing it, and a commit may come first: the CI run of
-    # stop 29 saw a zero-filled checkpoint at its full size, in one of these four trials.
-    for replaced in (seen("ordered", "none", False, 3, 3), seen("ordered", "none", True, 3, 3)):
-        assert replaced == {("whole", 3)}
-    for replaced in (seen("writeback", "none", False, 3, 3), seen("writeback", "none", True, 3, 3)):
-        assert replaced and all(state == ("whole", 3) or state[0] == "full size, not its data" for state in replaced)
+    # Saves that replace a checkpoint, then a commit: whole (auto_da_alloc wrote the data before it), or at
+    # its full size reading as zeros, if the cut came before ext4 marked the blocks written: ext4 left that
+    # once under each mode, in two runs of the slow suite on a busy machine.
+    for mode in MODES:
+        for replaced in (seen(mode, "none", False, 3, 3), seen(mode, "none", True, 3, 3)):
+            assert replaced and all(state == ("whole", 3) or state[0] == "full size, not its data" for state in replaced)

@@ -39,7 +39,7 @@ RENAMED = {
     "file ext4-writeback": "not yet durable: ext4's journal commits it within seconds, or at the next save's fsync",
     "file posix": "not durable: its data is synced, but no directory sync makes the rename durable",
     "none ext4-ordered": "not yet durable: ext4's journal commits it within seconds, its data first only if it "
-                         "replaced a checkpoint (auto_da_alloc)",
+                         "replaced a checkpoint (auto_da_alloc), and marked written maybe later (dioread_nolock)",
     "none ext4-writeback": "not yet durable: ext4's journal commits it within seconds, its data maybe later "
                            "(data=writeback)",
     "none posix": "not durable: neither its data nor the directory is synced",
