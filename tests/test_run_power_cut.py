@@ -60,8 +60,9 @@ def test_crashlab_run_makes_each_effect_once_through_a_power_cut_at_every_crash_
                 assert resumed.returncode == 0, f"cut at point {k}: {resumed.stderr}"
             made = [(r["kind"], r["number"]) for r in service.state()["records"]]
             assert made == MADE and HOLDS in resumed.stdout, f"cut at point {k}: {took_back[k]}: {resumed.stdout}"
-        # Not vacuous: the cuts took back what the run had not synced, at many points.
-        assert sum(1 for lost in took_back.values() if lost) > points // 2, took_back
+        # Not vacuous: the cuts took back what the run had not synced, the checkpoint's temp file among it.
+        temp = [k for k, lost in took_back.items() if any(line.startswith("run/checkpoint.json.tmp") for line in lost)]
+        assert all(took_back.values()) and len(temp) > 5, took_back
 
 
 def test_a_run_directory_is_made_durable_before_anything_is_saved_in_it(tmp_path):
