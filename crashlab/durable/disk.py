@@ -166,9 +166,9 @@ class Ext4Ordered(Model):
     unwritten extents (``dioread_nolock``) and marks them written once the write completes, in a later
     transaction, outside the ordering. A cut after the commit that holds the rename and the blocks, and
     before the one that marks them written, leaves the checkpoint at its full size, reading as zeros.
-    `tests/test_disk_ext4.py` saw it on a checkpoint that replaced another (once, in a CI run, on a
-    busy machine), so the model admits it for every unsynced checkpoint whose blocks were allocated:
-    a replacing one at its rename, a new one whenever writeback comes.
+    `tests/test_disk_ext4.py` saw it on a checkpoint that replaced another (once in two runs of the slow
+    suite on a busy machine), so the model admits it for every unsynced checkpoint whose blocks were
+    allocated: a replacing one at its rename, a new one whenever writeback comes.
     """
 
     def names(self, disk: Disk) -> list[Version]:
