@@ -8,6 +8,7 @@ timeout, so a regression fails its test instead of the test run.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import shutil
@@ -30,11 +31,13 @@ from .test_hostile_input import assert_refused, run
 
 
 def answer(kind: str, connection: socket.socket) -> None:
-    """What a server that is no Dask scheduler does with a connection: nothing, HTTP, garbage, or echo it."""
-    if kind == "garbage":
-        connection.sendall(bytes(range(256)) * 4)
-    while kind != "silent" and (data := connection.recv(65536)):
-        connection.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n" if kind == "http" else data)
+    """What a server that is no Dask scheduler does with a connection: nothing, HTTP, garbage, or echo it, until
+    the client, having refused it, hangs up (a reset, if it left unread what the server sent)."""
+    with contextlib.suppress(ConnectionResetError, BrokenPipeError):
+        if kind == "garbage":
+            connection.sendall(bytes(range(256)) * 4)
+        while kind != "silent" and (data := connection.recv(65536)):
+            connection.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n" if kind == "http" else data)
 
 
 def serve(kind: str, server: socket.socket) -> None:
