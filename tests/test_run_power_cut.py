@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -19,19 +18,17 @@ import pytest
 from crashlab.durable.fuse import Layer, unusable
 from crashlab.runners.program import make
 
-from .conftest import ROOT, SCENARIOS
+from .test_run import TRIAGE, crashlab
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(bool(unusable()), reason=f"FUSE is not usable here: {unusable()}")]
 
-TRIAGE = str(SCENARIOS / "triage.yaml")
 MADE = [("issue", 1), ("issue", 2), ("comment", 1)]
 HOLDS = "issue #1 (A), issue #2 (B), comment #1 on #1 (C)"  # what the run says it made, finishing or finished
 
 
 def run(run_dir: Path, url: str, *more: str) -> subprocess.CompletedProcess[str]:
     """`crashlab run` on the triage job, in a process of its own, as a user starts it."""
-    return subprocess.run([sys.executable, "-m", "crashlab", "run", TRIAGE, "--dir", str(run_dir), "--person", "auto",
-                           "--service", url, *more], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    return crashlab("run", TRIAGE, "--dir", str(run_dir), "--person", "auto", "--service", url, *more)
 
 
 def passed(stderr: str) -> int:
