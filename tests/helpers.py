@@ -2,6 +2,7 @@
 
 from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 
 from crashlab.api import Swept
 from crashlab.engine.death import Choice
@@ -63,8 +64,21 @@ def results(sweep: VariantSweep) -> list:
 
 
 def sweep_family(family: str, job: Job, depth: int = 1, faults: Sequence[Fault] = (),
-                 slugs: Collection[str] | None = None, runner: RunnerSpec = RunnerSpec("forked")) -> list[Swept]:
-    """A runtime's rows (or those `slugs` names), each killed for real at every point, on two workers."""
+                 slugs: Collection[str] | None = None, runner: RunnerSpec = RunnerSpec("forked"),
+                 share: bool = False) -> list[Swept]:
+    """A runtime's rows (or those `slugs` names), each killed for real at every point, on two workers:
+    re-executed, every scenario checked to retrace the run it repeats, unless `share`."""
     setups = [Setup(variant, job, Faults.of(faults)) for slug, variant in FAMILIES[family].items()
               if slugs is None or slug in slugs]
-    return [Swept(s) for s in sweep_all(setups, runner, depth=depth, workers=2)]
+    return [Swept(s) for s in sweep_all(setups, runner, depth=depth, share=share, workers=2)]
+
+
+def same_but_states(shared: Swept, replayed: Swept) -> None:
+    """A shared sweep and its re-executed twin agree scenario by scenario, and in every count of the row but
+    the two that count states by their bytes, `distinct` and `windows`: a runtime stamps times and IDs into
+    its files, so each re-executed run's state is new, where a shared sweep meets the same bytes again at
+    the points of one run that write nothing between them."""
+    assert results(shared.sweep) == results(replayed.sweep)
+    ours, theirs = shared.row(), replayed.row()
+    assert replace(ours, distinct=0, windows=0) == replace(theirs, distinct=0, windows=0)
+    assert ours.distinct <= theirs.distinct and ours.windows <= theirs.windows

@@ -10,7 +10,7 @@ import pytest
 
 from crashlab.durable.fuse import unusable
 
-from .helpers import sweep_family
+from .helpers import same_but_states, sweep_family
 
 pytestmark = pytest.mark.slow
 
@@ -42,3 +42,21 @@ def test_a_power_cut_after_dbos_recorded_a_step_takes_the_record_back_and_the_pl
 def test_sweep_loop_dbos_needs_kill(cli):
     code, out, err = cli("sweep", "--loop", "dbos")
     assert (code, out) == (2, "") and "dbos-plain runs only under the forked runner (--kill)" in err
+
+
+def test_shared_a_dbos_sweep_is_the_re_executed_one_scenario_by_scenario(triage):
+    """Restarted from copies of the run directory and of the service's rows, taken with the process stopped where
+    its death would be, to depth 2: what re-executing every process from nothing gives."""
+    for shared, replayed in zip(sweep_family("dbos", triage, depth=2, share=True),
+                                sweep_family("dbos", triage, depth=2), strict=True):
+        same_but_states(shared, replayed)
+
+
+def test_a_shared_dbos_sweep_that_did_not_put_the_services_rows_back_would_be_caught(triage, monkeypatch):
+    """Not vacuous: a restart that found the service empty, not as the death left it, changes the counts."""
+    from crashlab.runners.served import Outside
+
+    monkeypatch.setattr(Outside, "load", lambda self, dumped: None)
+    shared, replayed = (sweep_family("dbos", triage, slugs={"dbos-keyed"}, share=share)[0] for share in (True, False))
+    with pytest.raises(AssertionError):
+        same_but_states(shared, replayed)

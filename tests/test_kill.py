@@ -16,8 +16,9 @@ from crashlab.engine.points import HarnessError
 from crashlab.engine.scenario import Setup
 from crashlab.engine.sweep import sweep
 from crashlab.errors import Stray
+from crashlab.faults import parse_tags
 from crashlab.job import load_job
-from crashlab.loops import VARIANTS
+from crashlab.loops import VARIANTS, yours
 from crashlab.loops.designs import DESIGNS, DesignLoop
 from crashlab.runners import RunnerSpec
 from crashlab.runners import forked as kill
@@ -41,9 +42,9 @@ KILLED = RunnerSpec("forked", "files")
 IN_PROCESS = RunnerSpec("in-process", "files")
 
 
-def scenarios(variant, job, depth=2, killed=True):
+def scenarios(variant, job, depth=2, killed=True, share=False):
     """Every scenario's (ID, points, outcome, hits, saves), killed for real or in process, and the row."""
-    swept = sweep(Setup(variant, job), KILLED if killed else IN_PROCESS, depth, share=False)
+    swept = sweep(Setup(variant, job), KILLED if killed else IN_PROCESS, depth, share=share)
     return results(swept), swept.row()
 
 
@@ -134,15 +135,41 @@ def test_a_process_killed_by_something_else_fails_its_scenario(triage, monkeypat
 
 
 @pytest.mark.slow
-def test_a_real_death_brings_its_own_files_and_never_shares_a_restart(triage):
+def test_a_real_death_brings_its_own_files(triage):
     """No store of the caller's outlives a real death: the forked runner keeps each scenario in files of its
-    own, whatever store is asked for; and a shared sweep needs snapshots it cannot take, so it re-executes."""
+    own, whatever store is asked for."""
     with RunnerSpec("forked", "memory").open() as runner:
         run = runner.scenario(Setup(AFTER_REPLY, triage), (6,))
         assert run.store.path.is_file() and run.final.finished  # a checkpoint file the killed processes wrote
-    assert "snapshots" not in KILLED.offers
-    shared = sweep(Setup(AFTER_REPLY, triage), KILLED, 1, share=True)
-    assert results(shared) == scenarios(AFTER_REPLY, triage, depth=1)[0]
+
+
+def test_a_killed_sweep_restarts_each_state_once_from_a_copy_and_is_the_replayed_one(triage, monkeypatch):
+    """Shared, the forked runner stops the process at each point and copies its run directory, and each
+    distinct state is restarted once from its copy: one process per state, not one per scenario, and
+    scenario by scenario what re-executing every process from nothing gives."""
+    processes = []
+    counted = kill.forked
+    monkeypatch.setattr(kill, "forked", lambda *args: processes.append(args) or counted(*args))
+    shared = scenarios(AFTER_REPLY, triage, depth=1, share=True)
+    restarts = len(processes) - 2  # after the uninterrupted run, twice
+    processes.clear()
+    replayed = scenarios(AFTER_REPLY, triage, depth=1)
+    assert shared == replayed
+    assert restarts == shared[1].distinct < shared[1].scenarios
+    assert len(processes) == 2 + 2 * shared[1].scenarios  # each scenario re-executed: its death, its restart
+
+
+def test_only_loops_that_keep_all_in_their_directory_share_restarts_when_killed_and_only_under_the_crash(triage):
+    """A copy of the run directory (and of the service's file) is all a death leaves only for a loop that keeps
+    nothing elsewhere: crashlab's own, and the runtimes checked to (by the slow suite's shared and re-executed
+    sweeps agreeing). A loop of yours may keep state anywhere, and a fault's states are more than a copy:
+    each of those is re-executed, every scenario."""
+    shared = {slug for slug, variant in VARIANTS.items() if KILLED.shares(Setup(variant, triage))}
+    assert shared == {slug for slug, variant in VARIANTS.items()
+                      if variant.family in ("designs", "agent", "langgraph", "dbos", "openai", "llamaindex",
+                                            "pydanticai")}
+    assert not KILLED.shares(Setup(AFTER_REPLY, triage, parse_tags("+timeout")))
+    assert not KILLED.shares(yours.setup(lambda run: None, ["A"]))
 
 
 @pytest.mark.slow
@@ -161,9 +188,10 @@ BOOK = [pytest.param(slug, marks=pytest.mark.slow) for slug in DESIGNS]
 
 
 @pytest.mark.parametrize("slug", BOOK)
-def test_the_book_table_killed_for_real_is_the_in_process_table(triage, slug):
+def test_the_book_table_killed_for_real_is_the_in_process_table_re_executed_or_shared(triage, slug):
     killed = scenarios(VARIANTS[slug], triage)
     assert killed == scenarios(VARIANTS[slug], triage, killed=False)
+    assert killed == scenarios(VARIANTS[slug], triage, share=True)  # restarted from copies of the run directory
 
 
 AGENT_JOBS = [
@@ -173,15 +201,18 @@ AGENT_JOBS = [
 
 
 @pytest.mark.parametrize("name, mode", AGENT_JOBS)
-def test_the_agent_table_killed_for_real_is_the_in_process_table(name, mode):
+def test_the_agent_table_killed_for_real_is_the_in_process_table_re_executed_or_shared(name, mode):
     job = load_job(SCENARIOS / f"{name}.yaml")
-    assert scenarios(VARIANTS[f"agent-{mode}"], job) == scenarios(VARIANTS[f"agent-{mode}"], job, killed=False)
+    killed = scenarios(VARIANTS[f"agent-{mode}"], job)
+    assert killed == scenarios(VARIANTS[f"agent-{mode}"], job, killed=False)
+    assert killed == scenarios(VARIANTS[f"agent-{mode}"], job, share=True)
 
 
 @pytest.mark.slow
 @settings(max_examples=8)
 @given(jobs(max_turns=2, max_calls=2, harder=True))
-def test_on_any_job_a_killed_sweep_is_the_in_process_sweep(job):
+def test_on_any_job_a_killed_sweep_re_executed_or_shared_is_the_in_process_sweep(job):
     for variant in (VARIANTS["keys-markers"], VARIANTS["agent-lookup"]):
         if variant.refuses(job) is None:
-            assert scenarios(variant, job) == scenarios(variant, job, killed=False)
+            killed = scenarios(variant, job)
+            assert killed == scenarios(variant, job, killed=False) == scenarios(variant, job, share=True)

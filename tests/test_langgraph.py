@@ -11,8 +11,9 @@ import json
 import pytest
 
 from crashlab.durable.fuse import unusable
+from crashlab.job.reader import parse_job
 
-from .helpers import sweep_family
+from .helpers import same_but_states, sweep_family
 
 pytestmark = pytest.mark.slow
 
@@ -87,3 +88,23 @@ def test_a_power_cut_of_its_run_directory_takes_nothing_langgraph_committed(swep
     killed = swept[cut.name]
     assert cut.points == killed.points
     assert [s.outcome for s in cut.scenarios] == [s.outcome for s in killed.scenarios]
+
+
+def test_shared_a_langgraph_sweep_is_the_re_executed_one_scenario_by_scenario(swept, triage):
+    """Every row restarted from copies of the run directory and the service's rows, taken with the process
+    stopped where its death would be: what re-executing every process from nothing gives."""
+    for shared in sweep_family("langgraph", triage, share=True):
+        same_but_states(shared, swept[shared.name])
+
+
+def test_shared_to_depth_two_the_parallel_tool_node_is_the_re_executed_one():
+    """Two calls of one reply on LangGraph's default tool node, their threads taking turns, and a restart's
+    points stopped at too: to depth 2, scenario by scenario, what re-execution gives."""
+    job = parse_job({"name": "two-at-once", "turns": [
+        {"calls": [{"id": "A", "tool": "create_issue", "args": {"title": "a", "body": "b"}},
+                   {"id": "B", "tool": "create_issue", "args": {"title": "c", "body": "d"}}]},
+        {"answer": "done"}]})
+    shared, replayed = (sweep_family("langgraph", job, depth=2, slugs={"langgraph-parallel"}, share=share)[0]
+                        for share in (True, False))
+    assert replayed.sweep.row().twice > 100
+    same_but_states(shared, replayed)

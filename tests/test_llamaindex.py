@@ -11,7 +11,7 @@ nothing; keyed with the run ID and the tool ID, nothing may duplicate or be lost
 
 import pytest
 
-from .helpers import sweep_family
+from .helpers import same_but_states, sweep_family
 
 pytestmark = pytest.mark.slow
 
@@ -57,3 +57,10 @@ def test_the_default_json_serializer_drops_the_agents_memory_and_the_restart_is_
 def test_sweep_loop_llamaindex_needs_kill(cli):
     code, out, err = cli("sweep", "--loop", "llamaindex")
     assert (code, out) == (2, "") and "llamaindex-plain runs only under the forked runner (--kill)" in err
+
+
+def test_shared_a_llamaindex_sweep_is_the_re_executed_one_scenario_by_scenario(swept, triage):
+    """Restarted from copies of the run directory and the service's rows, taken with the process stopped where
+    its death would be: what re-executing every process from nothing gives, for every row."""
+    for shared in sweep_family("llamaindex", triage, slugs={"llamaindex-plain", "llamaindex-keyed"}, share=True):
+        same_but_states(shared, swept[shared.name])

@@ -11,7 +11,7 @@ state write, whatever the session already holds.
 
 import pytest
 
-from .helpers import sweep_family
+from .helpers import same_but_states, sweep_family
 
 pytestmark = pytest.mark.slow
 
@@ -74,3 +74,10 @@ def test_explain_kills_the_approved_run_before_its_outputs_reach_the_session_and
 def test_sweep_loop_openai_needs_kill(cli):
     code, out, err = cli("sweep", "--loop", "openai")
     assert (code, out) == (2, "") and "openai-plain runs only under the forked runner (--kill)" in err
+
+
+def test_shared_a_openai_sweep_is_the_re_executed_one_scenario_by_scenario(swept, triage):
+    """Restarted from copies of the run directory and the service's rows, taken with the process stopped where
+    its death would be: what re-executing every process from nothing gives, for every row."""
+    for shared in sweep_family("openai", triage, share=True):
+        same_but_states(shared, swept[shared.name])

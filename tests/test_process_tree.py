@@ -165,6 +165,41 @@ def test_a_sweep_stopped_by_sigterm_leaves_no_process_of_the_loop_behind(loop):
     assert gone(hung)
 
 
+def test_a_sweep_killed_while_a_process_stands_stopped_for_its_copy_takes_the_process_along():
+    """Shared, a scenario's process stops itself at each point while the sweep copies its files. Were the sweep
+    killed then, nothing would ever let that process go on or end it: the kernel must end it with the sweep."""
+    sweeping = subprocess.Popen([sys.executable, "-m", "crashlab", "sweep", "--kill", "--variant", "keys", "--depth",
+                                 "3", "--workers", "1"], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline, stopped = time.monotonic() + 30, None
+    while stopped is None and time.monotonic() < deadline:
+        stopped = next((pid for pid in children(sweeping.pid) if state(pid) == "T"), None)
+    sweeping.kill()
+    sweeping.wait()
+    assert stopped is not None, "no process of the sweep was seen stopped for its copy"
+    deadline = time.monotonic() + 5
+    while not gone(stopped) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert gone(stopped)
+
+
+def children(parent: int) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            if entry.isdigit() and int(Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[1]) == parent:
+                found.append(int(entry))
+        except OSError:
+            continue  # it ended while being looked at
+    return found
+
+
+def state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return ""
+
+
 @pytest.mark.slow
 def test_what_a_thread_did_up_to_its_process_s_kill_is_in_the_trace(tmp_path):
     """A thread that searches the tracker over and over, counting each search in a file after the tracker

@@ -10,7 +10,7 @@ of steps redo every commit until the workflow returns.
 
 import pytest
 
-from .helpers import sweep_family
+from .helpers import same_but_states, sweep_family
 
 pytestmark = pytest.mark.slow
 
@@ -57,3 +57,10 @@ def test_tools_outside_dbos_steps_are_redone_on_every_recovery_until_the_workflo
 def test_sweep_loop_pydanticai_needs_kill(cli):
     code, out, err = cli("sweep", "--loop", "pydanticai")
     assert (code, out) == (2, "") and "pydanticai-plain runs only under the forked runner (--kill)" in err
+
+
+def test_shared_a_pydanticai_sweep_is_the_re_executed_one_scenario_by_scenario(swept, triage):
+    """Restarted from copies of the run directory and the service's rows, taken with the process stopped where
+    its death would be: what re-executing every process from nothing gives, for every row."""
+    for shared in sweep_family("pydanticai", triage, share=True):
+        same_but_states(shared, swept[shared.name])

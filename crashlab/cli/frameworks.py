@@ -60,7 +60,9 @@ def frameworks(job_spec: str, chosen: str | None, depths: tuple[int, ...], fmt: 
 
         click.echo(f"sweeping {runtime.title} at depth {depth}", err=True)
         setups = [Setup(VARIANTS[slug], job, Faults.of(())) for slug in runtime.rows]
-        return [s.row() for s in sweep_all(setups, spec, depth, workers=workers, strays_fail=False)]
+        # Re-executed, every scenario: each checked to retrace the run it repeats, which a restart from a copy
+        # cannot be, so that `flaky` counts what a runtime does differently from one run to the next.
+        return [s.row() for s in sweep_all(setups, spec, depth, share=False, workers=workers, strays_fail=False)]
 
     pending = PendingResults(out) if out is not None else None
     try:

@@ -85,7 +85,8 @@ LISTS = {
 @click.option("--kill", is_flag=True,
               help="Run every process of every scenario on the forked runner: a real OS process, forked from this "
                    "one, that SIGKILLs itself at its crash point, over a world in SQLite and a checkpoint file. "
-                   "It re-executes every scenario.")
+                   "Restarts start from copies of the run directory, taken with the process stopped where its "
+                   "death would be, for loops that keep all they keep there; --no-share re-executes every one.")
 @time_limit_option
 @repeat_option
 def sweep(job_spec: str, loop: str | None, variant: str | None, tracker: str | None, effects_file: str | None,

@@ -24,7 +24,7 @@ Choice = tuple[int, ...]
 class Left:
     """One state a death can leave: what a restart starts from, and how it came to be."""
 
-    state: Durable | None  # None where the runner keeps no snapshot: the scenario is re-executed instead
+    state: Durable | None  # None where the runner took no snapshot: the scenario is re-executed instead
     what: str = ""  # as people read it: "the power cut left the checkpoint of save 3, torn"
     choice: Choice = ()
     #: Whether the state differs from what the dying process held, so a restart must be built from it

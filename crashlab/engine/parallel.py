@@ -16,7 +16,6 @@ import pickle
 import re
 import signal
 import sys
-import threading
 import time
 from collections.abc import Callable
 from functools import partial
@@ -27,6 +26,7 @@ from crashlab.engine.death import Choice
 from crashlab.engine.tree import Advance, Branch, Life, Trunk
 from crashlab.errors import BadInput
 from crashlab.runners import RunnerSpec
+from crashlab.runners.group import dies_with
 
 Grown = list[tuple[Choice, Life]]
 
@@ -94,8 +94,6 @@ def pool(workers: int, scheduler: str | None) -> Pool:
     return on_dask(scheduler) if scheduler is not None else on_pool(workers)
 
 
-#: prctl(2)'s option that has the kernel signal a process when its parent dies (<linux/prctl.h>).
-PR_SET_PDEATHSIG = 1
 #: How long a stopped worker gets to unwind (remove its scratch files, stop its services) before it is killed.
 GRACE = 0.5
 
@@ -134,21 +132,7 @@ def _worker(parent: int) -> None:
     signal.signal(signal.SIGTERM, _unwind)
     signal.signal(signal.SIGALRM, _unwind)
     sys.unraisablehook = _swallowed
-    if sys.platform == "linux":
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
-    else:
-        threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
-    if os.getppid() != parent:  # it died before the request above could take effect
-        os._exit(128 + signal.SIGTERM)
-
-
-def _watch_parent(parent: int) -> None:
-    """Where the kernel cannot signal a parent's death (not Linux): look for it every second."""
-    while os.getppid() == parent:
-        time.sleep(1)
-    os.kill(os.getpid(), signal.SIGTERM)
+    dies_with(parent, signal.SIGTERM)
 
 
 def _unwind(signum: int, frame: FrameType | None) -> None:

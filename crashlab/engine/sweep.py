@@ -31,16 +31,15 @@ def sweep_all(setups: Sequence[Setup], spec: RunnerSpec = RunnerSpec(), depth: i
               strays_fail: bool = True, baselines: int = 2, max_scenarios: int | None = None) -> list[VariantSweep]:
     """Sweep every setup: here with one worker, on a process pool with more, on a Dask cluster with `scheduler`.
 
-    A runner that keeps no snapshot (`forked`) re-executes every scenario, whatever `share` says.
-    With `max_scenarios`, a tree estimated to hold more is refused before it grows (`Bound`).
+    A setup its runner cannot start from snapshots (`RunnerSpec.shares`) re-executes every scenario, whatever
+    `share` says. With `max_scenarios`, a tree estimated to hold more is refused before it grows (`Bound`).
     """
     for setup in setups:
         check_runs(setup, spec)
-    share = share and "snapshots" in spec.offers
-    options = {"depth": depth, "share": share, "repeat": repeat, "strays_fail": strays_fail, "baselines": baselines}
+    options = {"depth": depth, "repeat": repeat, "strays_fail": strays_fail, "baselines": baselines}
     bound = Bound(max_scenarios, depth)
     with spec.open() as runner:
-        plans = [plan(setup, runner, options, bound) for setup in setups]
+        plans = [plan(setup, runner, {**options, "share": share and spec.shares(setup)}, bound) for setup in setups]
         trunks = [t for _, ts in plans for t in ts]
         if workers == 1 and scheduler is None:
             lives = [grow_here(t, runner, advance) for t in trunks]

@@ -51,6 +51,9 @@ class Variant:
     table: Table = "agent"
     runners: frozenset[RunnerKind] = frozenset({"in-process", "forked"})
     keeps_checkpoint: bool = True  # its progress is crashlab's checkpoint, which the harness can read
+    #: All it keeps outlives a death in its run directory, beside the world crashlab holds: so a copy of them
+    #: is what a death leaves, and a sweep killed for real may restart from copies (`runners.forked.shares`).
+    kept_in_directory: bool = True
     in_all: bool = True  # one of its family's variants that `--variant all` names
     effects: tuple[str, ...] | None = None  # what it means to do once each, if not the job's changing calls
     #: A loop whose tools call crashlab's service (`crashlab.service`): the effects it means, by what they

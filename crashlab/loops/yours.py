@@ -155,6 +155,7 @@ def setup(entry: Entry, effects: Iterable[str] | Mapping[str, Any] | Iterable[Ef
             raise BadInput("a service of yours holds records, not effect names: give the effects by what they are "
                            "({A: {issue: TITLE}, C: {comment: A}})")
     variant = Variant(name, name, name, entry, tracker=tracker, table="loop", runners=frozenset({"forked"}),
-                      keeps_checkpoint=False, effects=names, service=served, stands_in=service, scheduled=scheduled)
+                      keeps_checkpoint=False, kept_in_directory=False, effects=names, service=served, stands_in=service,
+                      scheduled=scheduled)
     job = job or name
     return Setup(variant, Job(job, f"{job}-run-1", (Turn(answer="done"),), source=job))

@@ -66,6 +66,15 @@ class RunnerSpec:
     def offers(self) -> frozenset[str]:
         return OFFERS[self.kind]
 
+    def shares(self, setup: Setup) -> bool:
+        """Whether this runner starts `setup`'s restarts from snapshots of what each death left, so that equal
+        states share one restart: in process, always; forked, where a copy of the run directory is all of it."""
+        if self.kind == "forked":
+            from crashlab.runners.forked import shares
+
+            return shares(setup)
+        return "snapshots" in self.offers
+
     @contextmanager
     def open(self) -> Iterator[Runner]:
         """The runner, open for as long as the block runs; a disk that fills under it is refused in one line.

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from crashlab.durable.state import Durable
+from crashlab.durable.state import Durable, OnDisk
 from crashlab.durable.store import FileStore
 from crashlab.engine.death import Choice, Left, chosen
 from crashlab.engine.points import Crash, Event, Recorder, Where, recording
@@ -41,9 +41,9 @@ from crashlab.engine.scenario import ScenarioRun, Setup, check_death, check_fini
 from crashlab.engine.variant import RunnerKind
 from crashlab.errors import HarnessError
 from crashlab.runners import TIME_LIMIT, turns
-from crashlab.runners.group import Child, Hung
+from crashlab.runners.group import Child, Hung, dies_with
 from crashlab.runners.scratch import scratch
-from crashlab.runners.served import RUN_DIR, LoopFailed, Outside, Services
+from crashlab.runners.served import RUN_DIR, LoopFailed, Outside, Services, served_world
 from crashlab.world import World, WorldState
 from crashlab.world.sqlite import (
     TRACKER_FILE,
@@ -75,18 +75,21 @@ class KillingRecorder(Recorder):
 
     At its `kill_at`-th point it kills itself; nothing of the loop runs after the point, not even a
     ``finally``. With `trace`, each event goes to the harness as it is recorded, and the death is
-    told before it comes. `echo` prints each point as it is passed (`crashlab run` shows them),
-    `pace` sleeps at each, so a person can kill by hand.
+    told before it comes; with `pause` too, at every other point it stops instead, as it would die
+    there, for the harness to copy what such a death would leave. `echo` prints each point as it is
+    passed (`crashlab run` shows them), `pace` sleeps at each, so a person can kill by hand.
     """
 
     def __init__(self, kill_at: int | None = None, pace: float = 0.0, echo: Callable[[str], None] | None = None,
-                 trace: Trace | None = None, scenario: str = "run", process: int = 0, group: bool = False):
+                 trace: Trace | None = None, scenario: str = "run", process: int = 0, group: bool = False,
+                 pause: bool = False):
         super().__init__((), scenario, process)
         self.kill_at = kill_at
         self.pace = pace
         self.echo = echo
         self.trace = trace
         self.group = group  # whether its death takes its process group: a sweep's process leads its own
+        self.pause = pause
 
     def hit(self, label: str) -> None:
         super().hit(label)
@@ -98,6 +101,8 @@ class KillingRecorder(Recorder):
             if self.trace is not None:
                 self.trace.end(self.events, "killed")
             die(self.group)
+        if self.pause and self.trace is not None:
+            self.trace.stop(self.group)
         if self.pace:
             time.sleep(self.pace)
 
@@ -137,6 +142,16 @@ class Trace:
         self.lock.acquire()  # never released: the process ends next
         self._send(events, ended)
 
+    def stop(self, group: bool) -> None:
+        """Say "I stop here" (a frame of length 0) and stop, every thread at once, with `group` every process
+        of the group too, as a death would take them: the harness copies the files and lets them go on."""
+        with self.lock:
+            self.say(bytes(4))
+            if group:
+                os.killpg(0, signal.SIGSTOP)
+            else:
+                os.kill(os.getpid(), signal.SIGSTOP)
+
     def _send(self, events: list[Event], ended: str) -> None:
         new, self.sent = events[self.sent:], len(events)
         if new or ended:
@@ -152,7 +167,8 @@ def heard(said: bytes, where: str) -> tuple[list[Told], str]:
         size = int.from_bytes(said[at:at + 4], "big")
         if at + 4 + size > len(said):
             raise HarnessError(f"{where} was cut off in the middle of telling an event")
-        told.append(msgspec.msgpack.decode(said[at + 4:at + 4 + size], type=Told))
+        if size:  # a frame of length 0 said it stopped (`Trace.stop`)
+            told.append(msgspec.msgpack.decode(said[at + 4:at + 4 + size], type=Told))
         at += 4 + size
     return told, next((t.ended for t in told if t.ended), "")
 
@@ -217,8 +233,9 @@ class Forked:
             if outside is not None:  # the state its choice names, among those the service's faults leave here
                 chosen(outside.left(points.points(points.process)[-1]), choices[points.process - 1]
                        if points.process <= len(choices) else (), points)
-            if points.process == len(crashes):  # the last death: where the last process starts
-                start = Left(Durable(files_of(directory, setup), world_now()))
+            if points.process == len(crashes):  # the last death: where the last process starts, as sharing sees it
+                start = Left(on_disk(directory, setup, outside, raw=False) if outside and shares(setup) else
+                             Durable(files_of(directory, setup), world_now()))
         world = World.new(setup.job, points, setup.variant.tracker, desk=setup.variant.desk)
         world.restore(world_now())
         store = FileStore(directory, points, sync="none")
@@ -232,19 +249,77 @@ class Forked:
 
     def life(self, setup: Setup, start: Left | None, crashes: tuple[int, ...], choices: tuple[Choice, ...],
              watch: bool) -> ScenarioRun:
-        raise NotImplementedError("the forked runner re-executes every scenario: it keeps no snapshot to start from")
+        """One process, from the files (and the service's rows) `start` holds, or from nothing; with `watch`, it
+        stops at each of its points for a copy of what a death there would leave. For a loop that `shares`."""
+        assert shares(setup), f"{setup.variant.slug} keeps state the forked runner does not copy"
+        load = getattr(setup.variant.entry, "load", None)
+        if load is not None:
+            load()
+        points = Recorder((), setup.id(crashes, choices), process=len(crashes))
+        directory, _ = self.fresh(False)
+        outside = Outside.of(setup, self.services, choices)  # a served loop's service, emptied
+        if start is not None:
+            assert isinstance(start.state, OnDisk), "a restart of a real process starts from files"
+            for name, data in start.state.raw:
+                (directory / name).write_bytes(data)
+            if outside is not None:
+                assert start.state.service is not None, "a served loop's snapshot holds its service's rows"
+                outside.load(start.state.service)
+        deaths: list[list[Iterable[Left]]] = []
+        stopped = (lambda: deaths.append([(Left(on_disk(directory, setup, outside)),)])) if watch else None
+        points.start_process()
+        stuck = None
+        try:
+            returned = live(setup, points, directory, limit=self.limit, stopped=stopped) if outside is None else \
+                outside.live(points, directory, partial(live, limit=self.limit), self.limit, stopped)
+            check_death(points, returned)
+        except LoopFailed as failed:
+            if start is None:
+                raise  # the first process fails by itself: not deterministic, or broken
+            stuck = failed.why  # it cannot go on in what the death left: an outcome, as `scenario` counts it
+            points.note("failed", failed.why)
+        world = World.new(setup.job, points, setup.variant.tracker, desk=setup.variant.desk)
+        world.restore(read_world(directory, setup) if outside is None else outside.state())
+        store = FileStore(directory, points, sync="none")
+        final = check_finished(points, store) if stuck is None and setup.variant.keeps_checkpoint else None
+        return ScenarioRun(setup, crashes, choices, points, world, store, final, stuck is None, start, stuck, (),
+                           deaths if watch else None)
+
+
+def shares(setup: Setup) -> bool:
+    """Whether the forked runner can start `setup`'s restarts from copies of what a death left, and so share them.
+
+    Only under the crash alone (a fault's states are more than a copy), and only for a loop that keeps
+    all it keeps in its run directory (`Variant.kept_in_directory`: crashlab's own loops, and the
+    runtimes checked to), beside the world crashlab holds for it (its tracker file, or the service's):
+    then a copy of those, taken where the process stands stopped, is what its death there leaves. A
+    loop of yours may keep state where no copy reaches, and is re-executed, every scenario.
+    """
+    variant = setup.variant
+    return variant.kept_in_directory and variant.stands_in is None and not setup.faults
+
+
+def on_disk(directory: Path, setup: Setup, outside: Outside | None = None, raw: bool = True) -> OnDisk:
+    """What a death now would leave: every file of the run directory byte for byte (unless not `raw`), their
+    content as a value, and a served loop's service, row by row."""
+    files = tuple(sorted((p.name, p.read_bytes()) for p in directory.iterdir() if p.is_file())) if raw else ()
+    if outside is None:
+        return OnDisk(files_of(directory, setup), read_world(directory, setup), files)
+    dumped = outside.dump()
+    return OnDisk(files_of(directory, setup), served_world(setup, dumped.state()), files, dumped)
 
 
 def live(setup: Setup, points: Recorder, directory: Path, env: Mapping[str, str] | None = None,
-         limit: float = TIME_LIMIT) -> bool:
+         limit: float = TIME_LIMIT, stopped: Callable[[], None] | None = None) -> bool:
     """Fork the process `points.process` of the scenario, wait for its end, and note its life in `points`.
 
     True if it returned, False if it died at its crash point; anything else fails the scenario, and a
-    process that runs past `limit` seconds fails it as `LoopFailed`, hung.
+    process that runs past `limit` seconds fails it as `LoopFailed`, hung. With `stopped`, the process
+    stops at each point it passes alive, and `stopped()` runs while it stands there.
     """
     where = f"{points.scenario}: process {points.process}"
     try:
-        status, said = forked(partial(_child, setup, points, directory, env), limit)
+        status, said = forked(partial(_child, setup, points, directory, env, stopped is not None), limit, stopped)
     except Hung as hung:
         raise LoopFailed(where, str(hung)) from None
     told, ended = heard(said, where)
@@ -265,13 +340,13 @@ def live(setup: Setup, points: Recorder, directory: Path, env: Mapping[str, str]
     raise HarnessError(f"{where} failed: {ended}")
 
 
-def _child(setup: Setup, parent: Recorder, directory: Path, env: Mapping[str, str] | None,
+def _child(setup: Setup, parent: Recorder, directory: Path, env: Mapping[str, str] | None, pause: bool,
            tell: Callable[[bytes], None]) -> None:
-    """One process of the scenario: the loop against the files in `directory`, killed at its point."""
+    """One process of the scenario: the loop against the files in `directory`, killed (or paused) at its point."""
     process, crash_at = parent.process, parent.crash_at
     trace = Trace(tell)
     points = KillingRecorder(crash_at[process - 1] if process <= len(crash_at) else None, trace=trace,
-                             scenario=parent.scenario, process=process - 1, group=True)
+                             scenario=parent.scenario, process=process - 1, group=True, pause=pause)
     try:
         points.start_process()
         if env is not None:  # a service of yours: where it is, and where the loop keeps its files
@@ -282,22 +357,27 @@ def _child(setup: Setup, parent: Recorder, directory: Path, env: Mapping[str, st
         trace.end(points.events, ended_by(error))
 
 
-def forked(body: Callable[[Callable[[bytes], None]], None], limit: float = TIME_LIMIT) -> tuple[int, bytes]:
+def forked(body: Callable[[Callable[[bytes], None]], None], limit: float = TIME_LIMIT,
+           stopped: Callable[[], None] | None = None) -> tuple[int, bytes]:
     """Run `body` in a child forked from this process, wait for it, and return its wait status and all it told.
 
     `body` gets `tell`, which writes bytes down a pipe to the parent. The child exits 0 if `body`
     returns and 1 if it raises, by `os._exit`: never the parent's exit handlers, never its buffered
     output. A body that tells and then dies (`die`) leaves its words behind. The child leads a
     process group of its own, and when it ends, whatever it started that still runs is killed: a
-    helper it forked or spawned never outlives it. `Hung` if it runs past `limit` seconds; if this
-    process is interrupted meanwhile, the child's group is killed before the interruption goes on.
+    helper it forked or spawned never outlives it, nor the child this process. `Hung` if it runs
+    past `limit` seconds; if this process is interrupted meanwhile, the child's group is killed
+    before the interruption goes on.
+    Each time the child says it stops (`Trace.stop`), `stopped()` runs once it has, and then it goes on.
     """
     read, write = os.pipe()
+    parent = os.getpid()
     pid = os.fork()
     if pid == 0:  # the child: it never returns from here
         status = 1
         try:
             os.setpgid(0, 0)
+            dies_with(parent, signal.SIGKILL)
             os.close(read)
             body(partial(_tell, write))
             status = 0
@@ -307,7 +387,7 @@ def forked(body: Callable[[Callable[[bytes], None]], None], limit: float = TIME_
     child = Child(pid, limit)
     try:
         said = bytearray()
-        is_open = _heard(read, child, said)
+        is_open = _heard(read, child, said, stopped)
         status = child.reap()  # what it left running dies here, before its last words are read
         if is_open:
             os.set_blocking(read, False)
@@ -322,10 +402,10 @@ def forked(body: Callable[[Callable[[bytes], None]], None], limit: float = TIME_
     return status, bytes(said)
 
 
-def _heard(read: int, child: Child, said: bytearray) -> bool:
+def _heard(read: int, child: Child, said: bytearray, stopped: Callable[[], None] | None) -> bool:
     """Take what the child writes down the pipe until it ends; whether the pipe is still open. The child's end
     is watched, not the pipe's: a helper that inherited the pipe may hold it open after the child is gone."""
-    is_open = True
+    is_open, at = True, 0
     ended = os.pidfd_open(child.pid)
     try:
         while True:
@@ -335,8 +415,25 @@ def _heard(read: int, child: Child, said: bytearray) -> bool:
             chunk = os.read(read, 1 << 16)
             said += chunk
             is_open = bool(chunk)
+            if stopped is not None:
+                at = _stops(said, at, child, stopped)
     finally:
         os.close(ended)
+
+
+def _stops(said: bytearray, at: int, child: Child, stopped: Callable[[], None]) -> int:
+    """Past every whole frame from `at`; at each that says the child stops, `stopped()` while it stands stopped."""
+    while at + 4 <= len(said):
+        size = int.from_bytes(said[at:at + 4], "big")
+        if at + 4 + size > len(said):
+            break
+        at += 4 + size
+        if not size and child.stopped():
+            try:
+                stopped()
+            finally:
+                child.resume()
+    return at
 
 
 def _tell(fd: int, data: bytes) -> None:

@@ -13,11 +13,38 @@ import math
 import os
 import select
 import signal
+import sys
+import threading
 import time
 from contextlib import suppress
 from dataclasses import dataclass, field
 
 from crashlab.errors import HarnessError
+
+#: prctl(2)'s option that has the kernel signal a process when its parent dies (<linux/prctl.h>).
+PR_SET_PDEATHSIG = 1
+
+
+def dies_with(parent: int, signum: int) -> None:
+    """Have this process sent `signum` when `parent`, which forked it, ends (at once, if it already has).
+
+    A process that outlives the harness would run on unwatched, or, stopped where the harness was
+    copying what its death would leave, stand stopped for good: SIGKILL ends even a stopped one."""
+    if sys.platform == "linux":
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signum)
+    else:
+        threading.Thread(target=_watch_parent, args=(parent, signum), daemon=True).start()
+    if os.getppid() != parent:  # it died before the request above could take effect
+        os.kill(os.getpid(), signum)
+
+
+def _watch_parent(parent: int, signum: int) -> None:
+    """Where the kernel cannot signal a parent's death (not Linux): look for it every second."""
+    while os.getppid() == parent:
+        time.sleep(1)
+    os.kill(os.getpid(), signum)
 
 
 class Hung(HarnessError):
@@ -52,6 +79,27 @@ class Child:
         if self.status is None:
             with suppress(ProcessLookupError):
                 os.killpg(self.pid, signal.SIGKILL)
+
+    def stopped(self) -> bool:
+        """Wait until the leader stops (SIGSTOP) or ends; whether it stopped. An end stays for `reap` to collect."""
+        seen = os.waitid(os.P_PID, self.pid, os.WSTOPPED | os.WEXITED | os.WNOWAIT)  # None only with WNOHANG
+        if seen is None or seen.si_code != os.CLD_STOPPED:
+            return False
+        os.waitid(os.P_PID, self.pid, os.WSTOPPED)  # the stop, collected
+        return True
+
+    def pause(self) -> None:
+        """SIGSTOP the whole group, and wait until its leader has stopped, every thread of it."""
+        if self.status is None:
+            with suppress(ProcessLookupError):
+                os.killpg(self.pid, signal.SIGSTOP)
+            self.stopped()
+
+    def resume(self) -> None:
+        """SIGCONT the whole group, which its leader stopped."""
+        if self.status is None:
+            with suppress(ProcessLookupError):
+                os.killpg(self.pid, signal.SIGCONT)
 
     def reap(self) -> int:
         """Wait for the leader to end, kill what it left running, then collect its wait status."""

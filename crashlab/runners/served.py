@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import select
 import shutil
+import signal
 import socket
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -35,10 +36,11 @@ from crashlab.engine.scenario import Setup
 from crashlab.errors import HarnessError
 from crashlab.faults import Serving
 from crashlab.runners import TIME_LIMIT, turns
-from crashlab.runners.group import Child, Hung
+from crashlab.runners.group import Child, Hung, dies_with
 from crashlab.runners.scratch import scratch
 from crashlab.service import control
 from crashlab.service.process import ServiceProcess
+from crashlab.service.store import SERVICE_FILE, Dump, dump, load
 from crashlab.service.yours import YourService, state_of
 from crashlab.world import World, WorldState
 from crashlab.world.remote import served_records
@@ -69,21 +71,26 @@ def _where(where: Where) -> list[Any]:
 
 
 def live_served(setup: Setup, points: Recorder, directory: Path, service: ServiceProcess, dies: bool = False,
-                landing: Landing | None = None, limit: float = TIME_LIMIT) -> bool:
+                landing: Landing | None = None, limit: float = TIME_LIMIT,
+                stopped: Callable[[], None] | None = None) -> bool:
     """Fork the process `points.process` of the scenario against `service`; True if it returned, False if
     it died at its crash point. Its events, and the service's while it ran, go into `points` in order.
 
     With `dies`, a death at one of the service's own points takes the service too: it never hears the
     harness's word, and the caller kills it where it waits. A `landing` lands the request a dead
     process left on the wire as this one passes its point. The process leads a process group, which
-    every kill takes whole, and which is killed when it ends; `LoopFailed`, hung, past `limit` seconds."""
+    every kill takes whole, and which is killed when it ends; `LoopFailed`, hung, past `limit` seconds.
+    With `stopped`, at each point it passes alive, the harness stops the group, as a death would take it,
+    runs `stopped()`, and lets it go on."""
     assert service.control is not None, "a sweep's service has a control line"
     ours, theirs = socket.socketpair()
+    parent = os.getpid()
     pid = os.fork()
     if pid == 0:  # the child: it never returns from here
         status = 1
         try:
             os.setpgid(0, 0)
+            dies_with(parent, signal.SIGKILL)
             ours.close()
             service.control.close()
             _child(setup, points.scenario, points.process - 1, directory, theirs, service.env())
@@ -93,7 +100,7 @@ def live_served(setup: Setup, points: Recorder, directory: Path, service: Servic
     theirs.close()
     child = Child(pid, limit)
     try:
-        return _watch(points, child, ours, service.control, dies, landing)
+        return _watch(points, child, ours, service.control, dies, landing, stopped)
     except Hung as hung:
         raise LoopFailed(f"{points.scenario}: process {points.process}", str(hung)) from None
     finally:
@@ -102,7 +109,7 @@ def live_served(setup: Setup, points: Recorder, directory: Path, service: Servic
 
 
 def _watch(points: Recorder, child: Child, loop: socket.socket, service: socket.socket, dies: bool,
-           landing: Landing | None) -> bool:
+           landing: Landing | None, stopped: Callable[[], None] | None) -> bool:
     """Take every event of the loop and the service until the loop's process ends, and kill it where told."""
     where = Where()
     target = points.crash_at[points.process - 1] if points.process <= len(points.crash_at) else 0
@@ -125,6 +132,12 @@ def _watch(points: Recorder, child: Child, loop: socket.socket, service: socket.
                 child.end()  # and only then may the service answer it
                 points.events.append(Event(points.process, "crash", str(crash_point), where, points.passed))
                 points.dead = Crash(str(crash_point), points.passed)
+            elif stopped is not None:  # where a death would be, the loop stands still, and the service waits
+                child.pause()
+                try:
+                    stopped()
+                finally:
+                    child.resume()
             if landing is not None:
                 landing.reached(points, where)
         if answer is not None and (points.dead is None or (answer is service and not dies)):
@@ -271,9 +284,11 @@ class Outside:
         variant = setup.variant
         return cls(setup, services, choices) if variant.calls_service or variant.stands_in is not None else None
 
-    def live(self, points: Recorder, directory: Path, plain: Callable[..., bool], limit: float) -> bool:
+    def live(self, points: Recorder, directory: Path, plain: Callable[..., bool], limit: float,
+             stopped: Callable[[], None] | None = None) -> bool:
         """One process of the loop, as `live_served` lives it, or, against a service of yours, as `plain` does
-        (at the loop's own points only); `LoopFailed` if it ended with an error."""
+        (at the loop's own points only); `LoopFailed` if it ended with an error. With `stopped`, as
+        `live_served` says."""
         if self.stand is not None:
             return plain(self.setup, points, directory, self.stand.env())
         assert self.service is not None
@@ -284,13 +299,26 @@ class Outside:
                 self.service.advance(self.serving.downtimes[choice[0] - 1])
             if self.serving.late:
                 landing = Landing(choice[-1] if choice else 0, self.service)
-        returned = live_served(self.setup, points, directory, self.service, self.serving.dies, landing, limit)
+        returned = live_served(self.setup, points, directory, self.service, self.serving.dies, landing, limit, stopped)
         if returned and landing is not None:
             landing.after_end(points)
         if not returned and self.serving.dies:  # the service dies with the loop, and starts again
             self.service.kill()
             self.service = self.services.restart(self.setup.variant.tracker, self.serving)
         return returned
+
+    @property
+    def database(self) -> Path:
+        """The service's file: read for a snapshot, written to restore one."""
+        return self.services.places[(self.setup.variant.tracker, self.serving)] / SERVICE_FILE
+
+    def dump(self) -> Dump:
+        """What the service has committed, row by row."""
+        return dump(self.database)
+
+    def load(self, dumped: Dump) -> None:
+        """The service, reset, made to hold `dumped`: where a restart from a snapshot finds it."""
+        load(self.database, dumped)
 
     def state(self) -> WorldState:
         if self.stand is not None:

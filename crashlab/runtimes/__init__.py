@@ -31,6 +31,9 @@ class Runtime:
     notes: dict[str, str] = field(default_factory=dict)  # slug -> why that row exists (a setting, a key)
     #: The rows that run a reply's tool calls on threads, which the harness schedules (`crashlab.engine.schedule`).
     scheduled: frozenset[str] = frozenset()
+    #: Whether all it keeps is in files at the top of the run directory (checked by a sweep shared and not
+    #: agreeing scenario by scenario), so a sweep killed for real may restart it from copies of them.
+    kept_in_directory: bool = False
 
     def version(self) -> str | None:
         """The installed version, or None when its extra is not installed."""

@@ -217,6 +217,54 @@ class Store:
                 sql.execute(f"DELETE FROM {table}")
 
 
+@dataclass(frozen=True)
+class Dump:
+    """Everything the service's file holds, row by row in a canonical order: what a restart from a snapshot
+    puts back (`load`), and, but for the time each key was kept, what two equal states share."""
+
+    records: tuple[tuple[Any, ...], ...]  # seq, kind, number, issue, title, body, key: in commit order
+    keys: tuple[tuple[Any, ...], ...]  # key, fingerprint, status, answer, made
+    fences: tuple[str, ...]
+    counts: tuple[tuple[str, Any], ...]
+
+    def content(self) -> tuple[Any, ...]:
+        """The dump without the wall-clock time each key was kept, which no two runs share."""
+        return self.records, tuple(row[:4] for row in self.keys), self.fences, self.counts
+
+    def state(self) -> dict[str, Any]:
+        """What ``/_crashlab/state`` would answer."""
+        records = [Record(*row[1:]).as_json() for row in self.records]
+        counts = dict(self.counts)
+        return {"records": records, **{name: int(counts.get(name, 0)) for name in COUNTS}}
+
+
+def dump(path: Path) -> Dump:
+    """The file at `path`, read from another process than the service's (what it committed, never what it
+    holds in memory), and written nothing."""
+    connection = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        rows = [tuple(connection.execute(f"SELECT * FROM {table} ORDER BY {order}"))  # names, never input
+                for table, order in (("records", "seq"), ("keys", "key"), ("fences", "key"), ("counts", "name"))]
+    finally:
+        connection.close()
+    return Dump(rows[0], rows[1], tuple(key for (key,) in rows[2]), rows[3])
+
+
+def load(path: Path, dumped: Dump) -> None:
+    """Make the file at `path` hold exactly `dumped`, in one transaction, while its service waits for a request."""
+    connection = sqlite3.connect(path, isolation_level=None, timeout=10)
+    try:
+        with transaction(connection) as sql:
+            for table in ("records", "keys", "fences", "counts"):  # names, never input
+                sql.execute(f"DELETE FROM {table}")
+            sql.executemany("INSERT INTO records VALUES (?, ?, ?, ?, ?, ?, ?)", dumped.records)
+            sql.executemany("INSERT INTO keys VALUES (?, ?, ?, ?, ?)", dumped.keys)
+            sql.executemany("INSERT INTO fences VALUES (?)", [(key,) for key in dumped.fences])
+            sql.executemany("INSERT INTO counts VALUES (?, ?)", dumped.counts)
+    finally:
+        connection.close()
+
+
 def one_txn(store: Store, change: Change) -> int:
     """The record, its key and the kept response in one transaction: no death leaves one without the other."""
     with store.transaction() as sql:

@@ -7,5 +7,6 @@ RUNTIME = Runtime(
     rows={"dbos-plain": "DBOS workflow, plain steps", "dbos-keyed": "DBOS workflow, keyed steps"},
     notes={"dbos-keyed": "key: workflow ID and step ID"},
     guarantee="steps get at-least-once guarantees and workflow outcomes are persisted exactly-once.",
+    kept_in_directory=True,
     source="https://docs.dbos.dev/explanations/concurrent-executions",
 )

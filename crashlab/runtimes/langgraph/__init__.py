@@ -20,5 +20,6 @@ RUNTIME = Runtime(
     scheduled=frozenset({"langgraph-parallel"}),
     guarantee="To make the most of durable execution, ensure that your workflow is designed to be deterministic "
               "and idempotent and wrap any side effects or non-deterministic operations inside tasks.",
+    kept_in_directory=True,
     source="https://docs.langchain.com/oss/python/langgraph/durable-execution",
 )

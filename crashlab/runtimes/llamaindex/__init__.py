@@ -15,5 +15,6 @@ RUNTIME = Runtime(
     },
     guarantee="A step that was mid-execution when you captured the state is rewound and runs again from the top. "
               "Resume is at-least-once, and step side effects need to be safe to repeat.",
+    kept_in_directory=True,
     source="https://developers.llamaindex.ai/python/llamaagents/workflows/durable_workflows/",
 )

@@ -15,5 +15,6 @@ RUNTIME = Runtime(
     },
     guarantee="After each run: All new items generated during the run (user input, assistant responses, "
               "tool calls, etc.) are automatically stored in the session.",
+    kept_in_directory=True,
     source="https://openai.github.io/openai-agents-python/sessions/",
 )

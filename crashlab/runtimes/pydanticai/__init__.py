@@ -17,5 +17,6 @@ RUNTIME = Runtime(
         "pydanticai-inline": "DBOSDurability, tools left undecorated (run in workflow code)",
     },
     guarantee="Steps may perform I/O (network, disk, API calls). If a step fails, it restarts from the beginning.",
+    kept_in_directory=True,
     source="https://ai.pydantic.dev/durable_execution/dbos/",
 )
