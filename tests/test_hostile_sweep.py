@@ -110,10 +110,11 @@ def alive(pid: int) -> bool:
 
 
 def busy_pool() -> tuple[subprocess.Popen[str], list[int]]:
-    """A sweep of real processes on two workers, once each worker is at work (it has a process of its own)."""
+    """A sweep of real processes on two workers, once each worker is at work (it has a process of its own): every
+    scenario re-executed, so that it is still at work when a test stops it."""
     process = subprocess.Popen([sys.executable, "-m", "crashlab", "sweep", "--kill", "--variant", "keys", "--depth", "3",
-                                "--workers", "2"], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                               text=True)
+                                "--workers", "2", "--no-share"], cwd=ROOT, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         workers = children(process.pid)
@@ -233,7 +234,8 @@ def test_the_scratch_a_killed_sweep_left_is_removed_by_the_next():
     from crashlab.runners.scratch import SCRATCH, scratch
 
     process = subprocess.Popen([sys.executable, "-m", "crashlab", "sweep", "--kill", "--variant", "keys",
-                                "--workers", "1"], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                                "--workers", "1", "--no-share"], cwd=ROOT, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
     place = SCRATCH or Path(tempfile.gettempdir())
     deadline, left = time.monotonic() + 30, []
     while not left and time.monotonic() < deadline:  # until it has made its run directories
