@@ -109,12 +109,25 @@ def alive(pid: int) -> bool:
         return False
 
 
+@contextlib.contextmanager
+def as_from_a_terminal() -> Iterator[None]:
+    """SIGINT, for a process started in the block, as a terminal gives it: a test suite run as a background job
+    (``make test &``, a CI runner's shell) ignores SIGINT, and a sweep would inherit that. A signal this
+    process handles is the default again in a program it starts; one it ignores stays ignored."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def busy_pool() -> tuple[subprocess.Popen[str], list[int]]:
     """A sweep of real processes on two workers, once each worker is at work (it has a process of its own): every
     scenario re-executed, so that it is still at work when a test stops it."""
-    process = subprocess.Popen([sys.executable, "-m", "crashlab", "sweep", "--kill", "--variant", "keys", "--depth", "3",
-                                "--workers", "2", "--no-share"], cwd=ROOT, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.PIPE, text=True)
+    with as_from_a_terminal():
+        process = subprocess.Popen([sys.executable, "-m", "crashlab", "sweep", "--kill", "--variant", "keys", "--depth",
+                                    "3", "--workers", "2", "--no-share"], cwd=ROOT, stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         workers = children(process.pid)
