@@ -260,7 +260,7 @@ class Forked:
         outside = Outside.of(setup, self.services, choices)  # a served loop's service, emptied
         if start is not None:
             assert isinstance(start.state, OnDisk), "a restart of a real process starts from files"
-            for name, data in start.state.raw:
+            for name, data in start.state.raw():
                 (directory / name).write_bytes(data)
             if outside is not None:
                 assert start.state.service is not None, "a served loop's snapshot holds its service's rows"
@@ -304,9 +304,9 @@ def on_disk(directory: Path, setup: Setup, outside: Outside | None = None, raw: 
     content as a value, and a served loop's service, row by row."""
     files = tuple(sorted((p.name, p.read_bytes()) for p in directory.iterdir() if p.is_file())) if raw else ()
     if outside is None:
-        return OnDisk(files_of(directory, setup), read_world(directory, setup), files)
+        return OnDisk.taken(files_of(directory, setup), read_world(directory, setup), files)
     dumped = outside.dump()
-    return OnDisk(files_of(directory, setup), served_world(setup, dumped.state()), files, dumped)
+    return OnDisk.taken(files_of(directory, setup), served_world(setup, dumped.state()), files, dumped)
 
 
 def live(setup: Setup, points: Recorder, directory: Path, env: Mapping[str, str] | None = None,
