@@ -57,7 +57,7 @@ docs: $(INSTALLED)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 bench: $(INSTALLED)
-	$(BIN)/python scripts/bench.py
+	$(BIN)/python scripts/bench.py --plot docs/speed.png
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis .mypy_cache .ruff_cache

@@ -6,12 +6,13 @@ this machine: wall time (median of N) and peak memory of a `crashlab` process. I
 - sharing against re-execution (`--no-share`) at depth 2 and 3, and the depth-4 sweep of the designs;
 - `--workers 2` against `--workers 1`, beside what two processes can gain on this machine at all
   (the same busy loop run alone, then twice at once);
-- the growth table: scenarios, seconds and peak memory at depths 1 to 4, and for jobs of 4 to 32
-  changing calls at depth 2;
+- the growth tables: scenarios, seconds and peak memory against depth, and against jobs of 4 to 32
+  changing calls, in process, killed for real, LangGraph and DBOS (`--plot PNG` draws them);
 - each fault's sweep (`--fault`), every variant;
-- the book table with every process a real one, killed by SIGKILL (`--kill`): seconds, and the cost
-  per scenario and per process, on one worker and on two;
-- the LangGraph agent and the DBOS workflow, killed for real on two workers.
+- the book table with every process a real one, killed by SIGKILL (`--kill`), shared (each distinct
+  state restarted once from a copy of its run directory) beside `--no-share` (every scenario
+  re-executed), on one worker and on two;
+- the LangGraph agent and the DBOS workflow, killed for real on two workers, shared beside `--no-share`.
 
 `--quick` skips the slow re-executed depth-3 sweeps, and kills at depth 1 only.
 """
@@ -72,21 +73,90 @@ def processes(rows: list[dict]) -> int:
 
 
 def job_file(directory: Path, changing: int) -> str:
-    """A job of `changing` changing calls: issues, then a comment on each, four calls a turn."""
-    calls = [{"id": f"I{k}", "tool": "create_issue", "args": {"title": f"bug {k}", "body": "b"}}
-             for k in range(changing // 2)]
-    calls += [{"id": f"C{k}", "tool": "comment", "args": {"issue": f"$I{k}", "body": "b"}}
+    """A job of `changing` changing calls: issues, then a comment on each, four calls a turn, each comment in a
+    later turn than its issue (a runtime's scripted model names a call's arguments before the turn runs)."""
+    issues = [{"id": f"I{k}", "tool": "create_issue", "args": {"title": f"bug {k}", "body": "b"}}
               for k in range(changing // 2)]
-    turns = [{"calls": calls[k:k + 4]} for k in range(0, len(calls), 4)]
+    comments = [{"id": f"C{k}", "tool": "comment", "args": {"issue": f"$I{k}", "body": "b"}}
+                for k in range(changing // 2)]
+    turns = [{"calls": calls[k:k + 4]} for calls in (issues, comments) for k in range(0, len(calls), 4)]
     path = directory / f"calls-{changing}.yaml"
     path.write_text(json.dumps({"name": f"calls-{changing}", "turns": [*turns, {"answer": "done"}]}))  # JSON is YAML
     return str(path)
+
+
+#: The sweeps whose cost grows with depth and with the job: each kind a user runs, and how deep each goes here.
+KINDS = {
+    "in process (the designs)": (("--variant", "all"), (1, 2, 3, 4)),
+    "killed (the designs, --kill)": (("--variant", "all", "--kill"), (1, 2, 3)),
+    "LangGraph (langgraph-plain, --kill)": (("--loop", "langgraph", "--variant", "langgraph-plain", "--kill"), (1, 2)),
+    "DBOS (dbos-plain, --kill)": (("--loop", "dbos", "--variant", "dbos-plain", "--kill"), (1, 2, 3)),
+}
+#: The same kinds on jobs of more changing calls: the agent's loop (keyed) for crashlab's own kinds.
+BY_JOB = {
+    "in process (the agent, keyed)": ("--loop", "agent", "--tracker", "keyed"),
+    "killed (the agent, keyed, --kill)": ("--loop", "agent", "--tracker", "keyed", "--kill"),
+    "LangGraph (langgraph-plain, --kill)": KINDS["LangGraph (langgraph-plain, --kill)"][0],
+    "DBOS (dbos-plain, --kill)": KINDS["DBOS (dbos-plain, --kill)"][0],
+}
+
+
+Grown = dict[str, list[tuple[int, int, float, int]]]
+
+
+def growth(repeat: int, quick: bool) -> tuple[Grown, Grown]:
+    """Cost against depth, and against the job's changing calls at depth 2 (1 for the runtimes), shared, one
+    worker: a table per kind, and the figures, for `draw`."""
+    one = ("--workers", "1")
+    by_depth: Grown = {}
+    print("\n## growth with depth: the triage job, shared, --workers 1")
+    print("| sweep | depth | scenarios | seconds | peak MiB |\n|---|---:|---:|---:|---:|")
+    for kind, (options, depths) in KINDS.items():
+        for depth in depths[:2] if quick else depths:
+            seconds, peak, scenarios = sweep(*options, "--depth", str(depth), *one, repeat=repeat if depth < 3 else 1)
+            by_depth.setdefault(kind, []).append((depth, scenarios, seconds, peak))
+            print(f"| {kind} | {depth} | {scenarios:,} | {seconds:.2f} | {peak} |")
+    by_size: Grown = {}
+    print("\n## growth with the job: changing calls, shared, --workers 1 (depth 2; the runtimes at depth 1)")
+    print("| sweep | changing calls | scenarios | seconds | peak MiB |\n|---|---:|---:|---:|---:|")
+    with tempfile.TemporaryDirectory() as directory:
+        for kind, options in BY_JOB.items():
+            depth = "1" if "--loop" in options and options[1] in ("langgraph", "dbos") else "2"
+            for changing in (4, 8) if quick else (4, 8, 16, 32):
+                job = job_file(Path(directory), changing)
+                seconds, peak, scenarios = sweep(*options, "--job", job, "--depth", depth, *one, repeat=1)
+                by_size.setdefault(kind, []).append((changing, scenarios, seconds, peak))
+                print(f"| {kind} | {changing} | {scenarios:,} | {seconds:.2f} | {peak} |")
+    return by_depth, by_size
+
+
+def draw(by_depth: Grown, by_size: Grown, path: str) -> None:
+    """Seconds against scenarios, one line per kind of sweep, one panel for depth and one for the job's size.
+
+    Drawn after every measurement: a process keeps the peak memory of the process it was forked from
+    (Linux carries ru_maxrss across execve), and matplotlib makes this one large."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(11, 4.5), layout="constrained")
+    for axes, (title, data) in zip(figure.subplots(1, 2), (
+            ("deeper: the triage job, each point its depth", by_depth),
+            ("larger: each point the job's changing calls", by_size)), strict=True):
+        for kind, points in data.items():
+            axes.plot([p[1] for p in points], [p[2] for p in points], marker="o", label=kind)
+            for x, n, seconds, _ in points:
+                axes.annotate(f"{x}", (n, seconds), textcoords="offset points", xytext=(4, -10), fontsize=7)
+        axes.set(xscale="log", yscale="log", xlabel="scenarios", ylabel="seconds, whole process", title=title)
+        axes.grid(True, which="major", alpha=0.3)
+        axes.legend(fontsize=8)
+    FigureCanvasAgg(figure).print_png(path)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="skip the re-executed depth-3 sweeps")
+    parser.add_argument("--plot", metavar="PNG", help="draw the growth with depth and job size into this file")
     args = parser.parse_args()
     r = args.repeat
     one = ("--workers", "1")
@@ -118,19 +188,7 @@ def main() -> None:
                  for w in (1, 2)]
         print(f"{name}: --workers 1 {times[0]:.2f} s, --workers 2 {times[1]:.2f} s: {times[0] / times[1]:.2f}x")
 
-    print("\n## growth: the five designs on the triage job, shared, --workers 1")
-    print("| depth | scenarios | seconds | peak MiB |\n|---:|---:|---:|---:|")
-    for depth in (1, 2, 3, 4):
-        seconds, peak, scenarios = sweep("--variant", "all", "--depth", str(depth), *one, repeat=r)
-        print(f"| {depth} | {scenarios:,} | {seconds:.2f} | {peak} |")
-    print("\n## growth: jobs of more changing calls, depth 2, the agent's loop against the keyed tracker")
-    print("| changing calls | scenarios | seconds | peak MiB |\n|---:|---:|---:|---:|")
-    with tempfile.TemporaryDirectory() as directory:
-        for changing in (4, 8, 16, 32):
-            job = job_file(Path(directory), changing)
-            seconds, peak, scenarios = sweep("--tracker", "keyed", "--job", job, *one, repeat=r)
-            print(f"| {changing} | {scenarios:,} | {seconds:.2f} | {peak} |")
-
+    grown = growth(r, args.quick)
 
     print("\n## each fault's sweep (--fault), every design and the agent's loop, depth 2, in process")
     cuts = (["power-cut", "--sync", sync] for sync in ("full", "file", "none"))
@@ -144,21 +202,36 @@ def main() -> None:
               f"peak {peak} MiB")
 
     depth = "1" if args.quick else "2"
-    print(f"\n## every process killed for real (--kill), the five designs, depth {depth}")
+    print(f"\n## every process killed for real (--kill), the five designs, depth {depth}: shared against --no-share")
     for workers in ("1", "2"):
-        seconds, peak, rows = sweep_rows("--variant", "all", "--kill", "--depth", depth, "--workers", workers, repeat=1)
-        n, p = sum(row["scenarios"] for row in rows), processes(rows)
-        print(f"--workers {workers}: {n:,} scenarios, {p:,} processes in {seconds:.1f} s: "
-              f"{1000 * seconds / n:.2f} ms a scenario, {1000 * seconds / p:.2f} ms a process, peak {peak} MiB")
+        kill = ("--variant", "all", "--kill", "--depth", depth, "--workers", workers)
+        seconds, peak, rows = sweep_rows(*kill, repeat=1)
+        again, again_peak, replayed = sweep_rows(*kill, "--no-share", repeat=1)
+        assert rows == replayed, "sharing changed a count"
+        n, p, distinct = sum(row["scenarios"] for row in rows), processes(rows), sum(row["distinct"] for row in rows)
+        print(f"--workers {workers}: {n:,} scenarios ({distinct:,} distinct states): shared {seconds:.1f} s, peak "
+              f"{peak} MiB; --no-share {again:.1f} s ({p:,} processes, {1000 * again / p:.2f} ms a process), peak "
+              f"{again_peak} MiB: {seconds / again:.3f} of the time")
 
-
-    print(f"\n## frameworks killed for real, depth {depth}, --workers 2 (needs crashlab[langgraph,dbos])")
+    print(f"\n## frameworks killed for real, depth {depth}, --workers 2, shared against --no-share "
+          "(needs crashlab[langgraph,dbos])")
     for loop in ("langgraph", "dbos"):
-        seconds, peak, rows = sweep_rows("--loop", loop, "--kill", "--depth", depth, "--workers", "2", repeat=1)
+        kill = ("--loop", loop, "--kill", "--depth", depth, "--workers", "2")
+        seconds, peak, rows = sweep_rows(*kill, repeat=1)
+        again, again_peak, replayed = sweep_rows(*kill, "--no-share", repeat=1)
+        states = ("distinct", "windows")  # counted by the files' bytes, which a runtime stamps anew in every run
+        assert [{k: v for k, v in row.items() if k not in states} for row in rows] == \
+            [{k: v for k, v in row.items() if k not in states} for row in replayed], "sharing changed a count"
         n = sum(row["scenarios"] for row in rows)
+        distinct = (sum(row["distinct"] for row in rows), sum(row["distinct"] for row in replayed))
         cells = ", ".join(f"{row['variant']} {row['with_dups']}/{row['dups']}/{row['missing']}" for row in rows)
-        print(f"{loop}: {n:,} scenarios in {seconds:.1f} s ({1000 * seconds / n:.0f} ms a scenario); "
+        print(f"{loop}: {n:,} scenarios; shared {seconds:.1f} s ({distinct[0]:,} distinct states), peak {peak} MiB; "
+              f"--no-share {again:.1f} s ({distinct[1]:,}), peak {again_peak} MiB: {seconds / again:.3f} of the time; "
               f"with dups/dups/missing: {cells}")
+
+    if args.plot:
+        draw(*grown, args.plot)
+        print(f"\n(the growth drawn in {args.plot})")
 
 
 if __name__ == "__main__":
