@@ -9,6 +9,7 @@ a signal to the group can never reach another scenario's process that happens to
 
 from __future__ import annotations
 
+import ctypes
 import math
 import os
 import select
@@ -23,6 +24,8 @@ from crashlab.errors import HarnessError
 
 #: prctl(2)'s option that has the kernel signal a process when its parent dies (<linux/prctl.h>).
 PR_SET_PDEATHSIG = 1
+#: The C library, loaded once here, not in each of the thousands of processes a sweep forks.
+_libc = ctypes.CDLL(None, use_errno=True) if sys.platform == "linux" else None
 
 
 def dies_with(parent: int, signum: int) -> None:
@@ -30,10 +33,8 @@ def dies_with(parent: int, signum: int) -> None:
 
     A process that outlives the harness would run on unwatched, or, stopped where the harness was
     copying what its death would leave, stand stopped for good: SIGKILL ends even a stopped one."""
-    if sys.platform == "linux":
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signum)
+    if _libc is not None:
+        _libc.prctl(PR_SET_PDEATHSIG, signum)
     else:
         threading.Thread(target=_watch_parent, args=(parent, signum), daemon=True).start()
     if os.getppid() != parent:  # it died before the request above could take effect
