@@ -203,9 +203,7 @@ class Forked:
 
     def scenario(self, setup: Setup, crashes: tuple[int, ...], choices: tuple[Choice, ...] = (),
                  watch: bool = False) -> ScenarioRun:
-        load = getattr(setup.variant.entry, "load", None)
-        if load is not None:
-            load()  # a framework, imported once here rather than in every child
+        warm(setup)
         points = Recorder(crashes, setup.id(crashes, choices))
         directory, layer = self.fresh(setup.faults.cuts)
         outside = Outside.of(setup, self.services, choices)  # None: the loop acts through run.world
@@ -252,9 +250,7 @@ class Forked:
         """One process, from the files (and the service's rows) `start` holds, or from nothing; with `watch`, it
         stops at each of its points for a copy of what a death there would leave. For a loop that `shares`."""
         assert shares(setup), f"{setup.variant.slug} keeps state the forked runner does not copy"
-        load = getattr(setup.variant.entry, "load", None)
-        if load is not None:
-            load()
+        warm(setup)
         points = Recorder((), setup.id(crashes, choices), process=len(crashes))
         directory, _ = self.fresh(False)
         outside = Outside.of(setup, self.services, choices)  # a served loop's service, emptied
@@ -284,6 +280,13 @@ class Forked:
         final = check_finished(points, store) if stuck is None and setup.variant.keeps_checkpoint else None
         return ScenarioRun(setup, crashes, choices, points, world, store, final, stuck is None, start, stuck, (),
                            deaths if watch else None)
+
+
+def warm(setup: Setup) -> None:
+    """Import the loop's framework here, once, rather than in every process forked from here."""
+    load = getattr(setup.variant.entry, "load", None)
+    if load is not None:
+        load()
 
 
 def shares(setup: Setup) -> bool:
