@@ -18,7 +18,7 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def swept(triage):
     """Every row of the runtime, killed for real at every point, once for the module (each scenario starts a
-    dev server: sweeping once keeps the file near a minute and a half)."""
+    dev server: sweeping once keeps the file near two and a half minutes)."""
     return {s.name: s for s in sweep_family("temporal", triage)}
 
 
