@@ -409,8 +409,6 @@ def test_a_crash_point_the_run_never_reaches_is_said(tmp_path):
                                    "crash points"
 
 
-@pytest.mark.xfail(strict=True, reason="the trackers accept it: refusing it changes the agent's late-delivery "
-                                       "property on generated jobs (see the branch's report)")
 def test_a_comment_on_an_issue_that_does_not_exist_is_refused_by_the_tracker(tmp_path):
     job = tmp_path / "job.yaml"
     job.write_text("name: nowhere\nturns:\n  - calls:\n      - {id: C, tool: comment, args: {issue: 5, body: b}}\n"
@@ -418,6 +416,8 @@ def test_a_comment_on_an_issue_that_does_not_exist_is_refused_by_the_tracker(tmp
     run_dir = tmp_path / "run"
     assert crashlab("run", str(job), "--dir", str(run_dir), "--person", "auto")[0] == 0
     assert json.loads(crashlab("tracker", "show", str(run_dir), "--format", "json")[1]) == []
+    saved = json.loads(crashlab("checkpoint", "show", str(run_dir), "--format", "json")[1])
+    assert saved["turns"][0]["results"] == {"C": "not made: the tracker refused it, there is no issue #5 to comment on"}
 
 
 REFUSED_ISSUE = """name: refused-issue

@@ -167,12 +167,17 @@ def test_a_payload_is_the_same_whether_the_default_body_is_sent_or_not(api):
     assert api.issue("Login fails", "", key="k1").headers["Idempotent-Replayed"] == "true"
 
 
-def test_a_refused_request_keeps_no_key_so_its_fixed_retry_succeeds(api):
+def test_a_refused_request_keeps_its_refusal_under_its_key_and_a_new_key_may_succeed(api):
+    """The refusal is the request's response: resent, or landing late from a dead client, the same request is
+    refused again, though the issue was made since; only a new request, under a new key, finds it."""
     assert api.comment(1, "too early", key="c1").status_code == 404
     api.issue("Login fails")
-    fixed = api.comment(1, "too early", key="c1")
+    again = api.comment(1, "too early", key="c1")
+    assert again.status_code == 404 and "no issue #1" in again.json()["error"]
+    assert api.lookup("c1").json() == {"status": 404, "body": {"error": "there is no issue #1 to comment on"}}
+    fixed = api.comment(1, "too early", key="c2")
     assert (fixed.status_code, fixed.json()) == (201, {"number": 1})
-    assert "idempotent-replayed" not in fixed.headers
+    assert [r["kind"] for r in api.records()] == ["issue", "comment"]
 
 
 @pytest.mark.parametrize(("hours", "applied"), [(23, False), (25, True)])
@@ -246,6 +251,17 @@ def test_a_fencing_tracker_refuses_a_request_under_a_key_its_lookup_did_not_find
     assert late.status_code == 409 and "fenced" in late.json()["error"]
     assert api.comment(1, "late", key="k2").status_code == 409
     assert len(api.records()) == 2
+
+
+def test_a_fencing_lookup_that_finds_a_kept_refusal_fences_its_key(services):
+    """A fencing service honours no key: only the fence keeps the refused comment's late arrival out."""
+    api = services("fencing")
+    assert api.comment(1, "too early", key="c1").status_code == 404
+    found = api.lookup("c1")
+    assert (found.status_code, found.json()["status"], found.json()["fenced"]) == (200, 404, True)
+    api.issue("Login fails")
+    assert api.comment(1, "too early", key="c1").status_code == 409
+    assert [r["kind"] for r in api.records()] == ["issue"]
 
 
 def test_a_keyless_tracker_ignores_keys_and_has_none_to_look_up(services):

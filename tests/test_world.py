@@ -8,7 +8,7 @@ import pytest
 
 from crashlab.engine.points import Crash, Recorder
 from crashlab.job import Call, load_job
-from crashlab.world import Person, Tracker, TrackerProtocol
+from crashlab.world import Fenced, NoSuchIssue, Person, Tracker, TrackerProtocol
 from crashlab.world.sqlite import Database, SqliteTracker, WorldError, open_world
 
 from .conftest import SCENARIOS
@@ -70,6 +70,41 @@ def test_issues_and_comments_are_numbered_apart_from_one(tracker):
         ("issue", 1, "A", "ka", None), ("comment", 1, "C", "kc", 1), ("issue", 2, "B", "kb", None),
     ]
     assert t.records[0].text == "Login fails\nblank page" and t.records[1].text == "same cookie bug"
+
+
+def test_a_comment_on_an_issue_the_tracker_does_not_hold_is_refused_and_makes_nothing(tracker):
+    t = tracker("keyless")
+    for issue in (1, 0, -1, True, "1"):
+        with pytest.raises(NoSuchIssue, match="no issue"):
+            t.request(C, {"issue": issue, "body": "b"})
+    t.request(A, A.args)
+    assert t.request(C, {"issue": 1, "body": "b"}) == 1
+    assert [r.kind for r in t.records] == ["issue", "comment"]
+    assert [e.kind for e in t.points.events if e.kind in ("refused", "request")] == ["refused"] * 5 + ["request"] * 2
+
+
+def test_a_keyed_tracker_keeps_a_refusal_under_its_key_and_refuses_the_same_request_again(tracker):
+    """So a comment a restart saw refused, left in flight by the process that died and landing late after the
+    issue was made, cannot land: its saved refusal stays true."""
+    t = tracker("keyed")
+    with pytest.raises(NoSuchIssue):
+        t.request(C, {"issue": 1, "body": "b"}, key="kc")
+    t.request(A, A.args, key="ka")
+    with pytest.raises(NoSuchIssue):
+        t.request(C, {"issue": 1, "body": "b"}, key="kc")
+    assert t.request(C, {"issue": 1, "body": "b"}, key="kc2") == 1
+    assert t.lookup("kc") is None and t.lookup("kc2") == 1  # a refusal made nothing: no number to answer
+
+
+def test_a_fencing_lookup_that_finds_a_refusal_fences_the_key_as_one_that_finds_nothing(tracker):
+    """A fencing tracker honours no key, so only the fence stops the refused request's late arrival."""
+    t = tracker("fencing")
+    with pytest.raises(NoSuchIssue):
+        t.request(C, {"issue": 1, "body": "b"}, key="kc")
+    assert t.lookup("kc") is None and t.fenced() == {"kc"}
+    t.request(A, A.args, key="ka")
+    with pytest.raises(Fenced):
+        t.request(C, {"issue": 1, "body": "b"}, key="kc")
 
 
 def test_lookup_answers_what_a_key_returned_but_keyless_cannot_be_asked(tracker):

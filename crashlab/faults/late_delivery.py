@@ -85,7 +85,7 @@ class InFlight(Relay):
         done = tracker.receive(call, delivery.args, delivery.key)
         self.landed = True
         self.tracker.points.note("late", call.tool, call=call.id, key=delivery.key, applied=bool(done and done.made),
-                                 answer=done.number if done else None, fenced=done is None)
+                                 answer=done.number if done else None, fenced=delivery.key in tracker.fenced())
 
 
 @dataclass(frozen=True)
@@ -146,6 +146,8 @@ class LateDelivery(Fault):
             done = "the tracker REFUSES it: a lookup fenced its key"
         elif d["applied"]:
             done = f"the tracker APPLIES it, #{d['answer']}"
+        elif d["answer"] is None:
+            done = "the tracker REFUSES it: no issue to comment on, or its key keeps that refusal"
         else:
             done = f"the tracker knows the key, #{d['answer']}, changes nothing"
         return f"LATE: the request of {d['call']} ({event.label}, {sent}) that the dead process sent lands now: {done}"

@@ -40,11 +40,14 @@ class CommittingTracker(Tracker):
         if self.commit == "ack-first":
             self.flush()  # the last request's write, behind its answer
 
-    def apply(self, call: Call, args: dict[str, Any], key: str | None) -> Applied:
+    def apply(self, call: Call, args: dict[str, Any], key: str | None) -> Applied | None:
+        """As a tracker in memory applies it, what it leaves unsaved counted: a refusal, which makes no record, is
+        kept under its key at once."""
         done = super().apply(call, args, key)
-        self._unsaved_records += done.made
-        if done.kept_key and key is not None:
-            self._unsaved_keys.add(key)
+        if done is not None:
+            self._unsaved_records += done.made
+            if done.kept_key and key is not None:
+                self._unsaved_keys.add(key)
         return done
 
     def make_durable(self) -> None:

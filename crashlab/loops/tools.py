@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from crashlab.job import Call
-from crashlab.world import KEY_RETENTION, TrackerMode, TransportError, World
+from crashlab.world import KEY_RETENTION, NoSuchIssue, TrackerMode, TransportError, World
 
 
 @dataclass(frozen=True)
@@ -50,14 +50,18 @@ def resolve(call: Call, results: dict[str, Any]) -> dict[str, Any]:
 
 
 def invoke(world: World, call: Call, results: dict[str, Any], key: str | None = None) -> Any:
-    """Make the call against the tracker and return its result (an issue or comment number, or hits).
+    """Make the call against the tracker and return its result (an issue or comment number, or hits, or why it
+    made nothing: a comment on an issue the tracker does not hold is refused, and the refusal is its result).
 
     A changing request goes over the world's wire, which may fail it (`crashlab.world.UnknownOutcome`).
     A call marked ``fails_after_accept`` models an MCP server that dies mid-call, once: the tracker
     handles the request, then the caller gets a `TransportError` instead of the answer.
     """
     args = resolve(call, results)
-    result = world.wire.send(call, args, key) if call.changes else world.tracker.search(call, args["query"])
+    try:
+        result = world.wire.send(call, args, key) if call.changes else world.tracker.search(call, args["query"])
+    except NoSuchIssue as refusal:
+        return f"not made: the tracker refused it, {refusal}"
     if call.fails_after_accept and call.id not in world.servers_died:
         world.servers_died.add(call.id)
         world.tracker.points.note("transport-error", call.tool, call=call.id)

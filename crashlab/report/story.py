@@ -162,7 +162,7 @@ def note(event: Event, faults: Faults = Faults()) -> str:
         how = "the person decides" if d["decided_now"] else "the desk remembers the decision by key, asks nobody"
         return f"approval desk: {d['call']} {decided} ({how})"
     if event.kind == "refused":
-        return f"the service REFUSES {event.label}: {d.get('status')}"
+        return f"the tracker REFUSES {event.label}: {d.get('status')}"
     if event.kind == "failed":
         return f"the process FAILS: {event.label}"
     if event.kind == "transport-error":

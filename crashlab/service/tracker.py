@@ -270,12 +270,20 @@ class Service:
             if kept.fingerprint != request:
                 raise Refused(422, f"key {key!r} was first used for another request: a key names one request, "
                                    "send this one under a new key")
+            if kept.status == 404:
+                raise Refused(404, kept.answer["error"])
             return Answer(kept.status, kept.answer, replayed=True)
         keep = request if key is not None and self.tracker != "keyless" and kept is None else None
         try:
             number = await self._commit(Change(kind, issue, title, body, key, keep, now))
         except NoSuchIssue:
-            raise Refused(404, f"there is no issue #{issue} to comment on") from None
+            # The refusal is the request's response, kept under its key as any is: the same request resent, or
+            # left in flight by a dead client and landing late, is refused again, though the issue be made since.
+            refusal = Refused(404, f"there is no issue #{issue} to comment on")
+            if key is not None and keep is not None:
+                with self.store.transaction() as sql:
+                    self.store.keep(sql, key, Kept(keep, 404, {"error": refusal.message}, now))
+            raise refusal from None
         return Answer(201, {"number": number})
 
     async def _commit(self, change: Change) -> int:
@@ -324,15 +332,15 @@ class Service:
         if self.tracker == "keyless":
             raise Refused(501, "a keyless service keeps no keys, so it has none to look up")
         kept = self.live(checked, self.store.now())
-        fenced = kept is None and self.tracker == "fencing"
+        number = None if kept is None else kept.answer.get("number")
+        fenced = number is None and self.tracker == "fencing"  # nothing made: a kept refusal stops no late arrival
         if fenced:
             self.store.fence(checked)
-        number = None if kept is None else kept.answer.get("number")
         await self.report("lookup", "key", {"key": checked, "answer": number, "fenced": fenced})
         if kept is None:
             fence = ": it is fenced now, and a request under it will be refused" if fenced else ""
             return Answer(404, {"error": f"no response is kept under key {checked!r}{fence}", "fenced": fenced})
-        return Answer(200, {"status": kept.status, "body": kept.answer})
+        return Answer(200, {"status": kept.status, "body": kept.answer, **({"fenced": True} if fenced else {})})
 
     # The person, who answers from the records, and the model's counter.
 

@@ -21,6 +21,7 @@ from crashlab.world.tracker import (
     KEY_RETENTION,
     TRACKER_MODES,
     Fenced,
+    NoSuchIssue,
     Record,
     Tracker,
     TrackerMode,
@@ -29,7 +30,7 @@ from crashlab.world.tracker import (
 from crashlab.world.wire import NoReply, Relay, TransportError, UnknownOutcome, Wire
 
 __all__ = ["DESK_MODES", "KEY_RETENTION", "TRACKER_MODES", "ApprovalDesk", "Clock", "DeskMode", "Fenced", "Model",
-           "NoReply", "Parts", "Person", "Record", "Relay", "Tracker", "TrackerMode", "TrackerProtocol",
+           "NoReply", "NoSuchIssue", "Parts", "Person", "Record", "Relay", "Tracker", "TrackerMode", "TrackerProtocol",
            "TransportError", "UnknownOutcome", "Wire", "World", "WorldState"]
 
 

@@ -20,7 +20,7 @@ from crashlab.check.effects import Effect, attribute, of_job
 from crashlab.engine.points import Recorder
 from crashlab.errors import BadInput
 from crashlab.job import Call, Job
-from crashlab.world.tracker import Fenced, Modes, Record, TrackerMode
+from crashlab.world.tracker import Fenced, Modes, Record, TrackerMode, refused
 
 #: No proxy: a service named by URL is reached directly, as a tool's client in a lab reaches it.
 DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
@@ -114,6 +114,8 @@ class RemoteTracker(Modes):
         answer = self._call("POST", path, payload, key)
         if answer.status == 409 and self.fences:
             raise Fenced(f"call {call.id}'s key {key} was fenced by a lookup: the service refuses it")
+        if answer.status == 404 and call.tool == "comment":
+            raise refused(self.points, call, key, args["issue"])
         if answer.status != 201:
             raise ServiceGone(f"the service at {self.url} refused call {call.id} ({call.tool}): {answer.status} "
                               f"{answer.body.get('error', answer.body)}")
@@ -135,7 +137,7 @@ class RemoteTracker(Modes):
         if not self.answers_lookups:
             raise RuntimeError("a keyless tracker cannot be asked about a key")
         found = self._call("GET", "/idempotency/" + urllib.parse.quote(key, safe=""))
-        number = int(found.body["body"]["number"]) if found.status == 200 else None
+        number = found.body["body"].get("number") if found.status == 200 else None  # None: kept, a refusal
         self.points.note("lookup", "key", key=key, answer=number, fenced=bool(found.body.get("fenced")))
         return number
 

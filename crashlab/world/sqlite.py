@@ -40,7 +40,7 @@ from crashlab.world import (
     Wire,
     World,
 )
-from crashlab.world.tracker import Modes
+from crashlab.world.tracker import REFUSED, Modes, holds_issue, refused
 
 #: The world's file, in a run directory or a scenario's.
 TRACKER_FILE = "tracker.sqlite"
@@ -76,7 +76,7 @@ FOREIGN_ROWS = {
                 "OR typeof(key) NOT IN ('text', 'null') OR typeof(text) != 'text' "
                 "OR (kind = 'issue') != (issue IS NULL) OR typeof(issue) NOT IN ('integer', 'null') "
                 "OR issue NOT BETWEEN 1 AND {max}"),
-    "keys": "typeof(key) != 'text' OR typeof(number) != 'integer' OR number NOT BETWEEN 1 AND {max}",
+    "keys": "typeof(key) != 'text' OR typeof(number) != 'integer' OR number NOT BETWEEN 0 AND {max}",  # 0: refused
     "counts": "typeof(name) != 'text' OR typeof(value) != 'integer' OR value NOT BETWEEN 0 AND {max}",
     "members": "typeof(name) != 'text' OR typeof(item) != 'text'",
     "decisions": "typeof(key) != 'text' OR approved NOT IN (0, 1)",
@@ -250,41 +250,53 @@ class SqliteTracker(Modes):
         return self.db.records()
 
     def request(self, call: Call, args: dict[str, Any], key: str | None = None) -> int:
-        """Apply a changing request; the record and its key are committed before the answer leaves."""
+        """Apply a changing request; the record and its key (or the refusal kept under it) are committed before
+        the answer leaves."""
         self.points.guard("a tracker request made")
         if self.fences and key in self._fenced:
             raise Fenced(f"call {call.id}'s key {key} was fenced by a lookup: the tracker refuses it")
+        keeps = key is not None and self.mode != "keyless"
         with self.db.transaction() as sql:
             known = None
             if key is not None and self.honours_keys:
                 known = sql.execute("SELECT number FROM keys WHERE key = ?", (key,)).fetchone()
             if known is None:
-                kind = "issue" if call.tool == "create_issue" else "comment"
-                (number,) = sql.execute("SELECT COUNT(*) + 1 FROM records WHERE kind = ?", (kind,)).fetchone()
-                if kind == "issue":
-                    issue, text = None, f"{args['title']}\n{args['body']}"
-                else:
-                    issue, text = args["issue"], args["body"]
-                sql.execute(
-                    "INSERT INTO records (kind, number, call, key, issue, text) VALUES (?, ?, ?, ?, ?, ?)",
-                    (kind, number, call.id, key, issue, text),
-                )
-                if key is not None and self.mode != "keyless":
+                number = self._add(sql, call, args, key)
+                if keeps:
                     sql.execute("INSERT OR IGNORE INTO keys (key, number) VALUES (?, ?)", (key, number))
             else:
                 (number,) = known
+        if number == REFUSED:
+            raise refused(self.points, call, key, args["issue"])
         self.points.note("request", call.tool, call=call.id, args=args, key=key, applied=known is None,
                          answer=number, forgot=False)
         self.points.hit("accepted")
         return number
+
+    @staticmethod
+    def _add(sql: sqlite3.Connection, call: Call, args: dict[str, Any], key: str | None) -> int:
+        """The request's new record, in the caller's transaction: its number, or `REFUSED` for a comment on no
+        issue."""
+        kind = "issue" if call.tool == "create_issue" else "comment"
+        (number,) = sql.execute("SELECT COUNT(*) + 1 FROM records WHERE kind = ?", (kind,)).fetchone()
+        if kind == "issue":
+            issue, text = None, f"{args['title']}\n{args['body']}"
+        else:
+            (issues,) = sql.execute("SELECT COUNT(*) FROM records WHERE kind = 'issue'").fetchone()
+            if not holds_issue(args["issue"], issues):
+                return REFUSED
+            issue, text = args["issue"], args["body"]
+        sql.execute("INSERT INTO records (kind, number, call, key, issue, text) VALUES (?, ?, ?, ?, ?, ?)",
+                    (kind, number, call.id, key, issue, text))
+        return int(number)
 
     def lookup(self, key: str) -> int | None:
         self.points.guard("a lookup request made")
         if not self.answers_lookups:
             raise RuntimeError("a keyless tracker cannot be asked about a key")
         row = self.db.row("SELECT number FROM keys WHERE key = ?", (key,))
-        answer = row[0] if row else None
-        fenced = answer is None and self.fences
+        answer = row[0] if row and row[0] != REFUSED else None  # a refused request made nothing
+        fenced = answer is None and self.fences  # a fencing tracker honours no key: a kept refusal stops nothing
         if fenced:
             self._fenced.add(key)
         self.points.note("lookup", "key", key=key, answer=answer, fenced=fenced)

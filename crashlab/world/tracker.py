@@ -20,6 +20,30 @@ class Fenced(Exception):
     """A request under a key that a lookup fenced: the receiver refuses it (the Idempotency-Key draft's 409)."""
 
 
+#: What a key keeps for a request the tracker refused: no record has number 0.
+REFUSED = 0
+
+
+class NoSuchIssue(Exception):
+    """A comment on an issue the tracker does not hold: refused, as a real tracker answers 404, and nothing made.
+
+    The refusal is the request's response, and a keyed tracker keeps it under the request's key as it
+    keeps any (`REFUSED`): a repeat under the key is refused again, though the issue be made since.
+    Were it judged afresh, a comment the restart's resend saw refused, left in flight by the dead
+    process, would land after the job made the issue, and the call's saved refusal would be a lie.
+    """
+
+    def __init__(self, issue: Any):
+        super().__init__(f"there is no issue #{issue} to comment on")
+        self.issue = issue
+
+
+def refused(points: Recorder, call: Call, key: str | None, issue: Any) -> NoSuchIssue:
+    """The refusal of `call`'s comment on `issue`, noted as the process saw it."""
+    points.note("refused", call.tool, call=call.id, key=key, status=f"404: there is no issue #{issue} to comment on")
+    return NoSuchIssue(issue)
+
+
 @dataclass(frozen=True)
 class Record:
     """One thing the tracker holds: an issue or a comment, tagged with the call that made it."""
@@ -160,6 +184,8 @@ class Tracker(Modes):
             raise Fenced(f"call {call.id}'s key {key} was fenced by a lookup: the tracker refuses it")
         self.before_applying()
         done = self.apply(call, args, key)
+        if done is None:
+            raise refused(self.points, call, key, args["issue"])
         self.points.note("request", call.tool, call=call.id, args=args, key=key, applied=done.made,
                          answer=done.number, forgot=done.forgot)
         if done.made:
@@ -176,12 +202,18 @@ class Tracker(Modes):
     def flush(self) -> None:
         """Make everything applied so far durable, with no crash point on the way: it already is, here."""
 
-    def apply(self, call: Call, args: dict[str, Any], key: str | None) -> Applied:
-        """Apply a request in the tracker's memory, or answer it from a kept key."""
+    def apply(self, call: Call, args: dict[str, Any], key: str | None) -> Applied | None:
+        """Apply a request in the tracker's memory, or answer it from a kept key; None: a comment on no issue."""
         known = key is not None and self.honours_keys and key in self._by_key
         forgot = known and key is not None and self.clock.hours - self._key_times[key] >= KEY_RETENTION
         if known and not forgot and key is not None:
-            return Applied(self._by_key[key], made=False, forgot=False, kept_key=False)
+            number = self._by_key[key]
+            return None if number == REFUSED else Applied(number, made=False, forgot=False, kept_key=False)
+        kept = key is not None and self.mode != "keyless" and (key not in self._by_key or forgot)
+        if call.tool == "comment" and not holds_issue(args["issue"], self._issues):
+            if kept and key is not None:
+                self._by_key[key], self._key_times[key] = REFUSED, self.clock.hours
+            return None
         if call.tool == "create_issue":
             self._issues += 1
             record = Record("issue", self._issues, call.id, key, text=f"{args['title']}\n{args['body']}")
@@ -189,14 +221,13 @@ class Tracker(Modes):
             self._comments += 1
             record = Record("comment", self._comments, call.id, key, issue=args["issue"], text=args["body"])
         self.records.append(record)
-        kept = key is not None and self.mode != "keyless" and (key not in self._by_key or forgot)
         if kept and key is not None:
             self._by_key[key], self._key_times[key] = record.number, self.clock.hours
         return Applied(record.number, made=True, forgot=forgot, kept_key=kept)
 
     def receive(self, call: Call, args: dict[str, Any], key: str | None) -> Applied | None:
         """A request that no caller waits on any more: applied as any request is, with no crash point
-        within it; refused (None) under a fenced key."""
+        within it; refused (None) under a fenced key, or as a comment on no issue."""
         done = None if key in self._fenced else self.apply(call, args, key)
         self.flush()
         return done
@@ -209,8 +240,8 @@ class Tracker(Modes):
         self.points.guard("a lookup request made")
         if not self.answers_lookups:
             raise RuntimeError("a keyless tracker cannot be asked about a key")
-        answer = self._by_key.get(key)
-        fenced = answer is None and self.fences
+        answer = self._by_key.get(key) or None  # a refused request made nothing
+        fenced = answer is None and self.fences  # a fencing tracker honours no key: a kept refusal stops nothing
         if fenced:
             self._fenced.add(key)  # settled as never sent: a late arrival with it is refused
         self.points.note("lookup", "key", key=key, answer=answer, fenced=fenced)
@@ -236,3 +267,8 @@ class Tracker(Modes):
         self._issues = sum(1 for r in records if r.kind == "issue")
         self._comments = len(records) - self._issues
         self._by_key, self._key_times, self._fenced = dict(keys), dict(key_times), set(fenced)
+
+
+def holds_issue(issue: Any, issues: int) -> bool:
+    """Whether a tracker that has made `issues` issues, numbered from 1, holds issue number `issue`."""
+    return isinstance(issue, int) and not isinstance(issue, bool) and 1 <= issue <= issues
