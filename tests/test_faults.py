@@ -11,7 +11,7 @@ import json
 import pytest
 from hypothesis import given
 
-from crashlab.faults import registry
+from crashlab.faults import Faults, find, registry
 from crashlab.loops import VARIANTS
 
 from .helpers import swept
@@ -81,6 +81,25 @@ def test_sweep_fault_wrong_answer_prints_the_rows_and_refuses_what_it_cannot_do(
     first = out.splitlines()[0].split()
     assert code == 0 and first[0].startswith("markers+wrong-answer=") and question(first[0]) in (1, 2)
     assert first[-5:] == ["crashlab", "explain", first[0], "--job", "triage"]  # the ID alone replays it
+
+
+@pytest.mark.parametrize(("args", "said"), [
+    (("--interleavings", "2"), "--interleavings bounds the schedules of --fault interleave: it needs --fault interleave"),
+    (("--interleavings", "2", "--fault", "all"), "--fault all sweeps every fault at each of its settings"),
+    (("--interleavings", "0", "--fault", "interleave"), "Invalid value for '--interleavings': 0 is not in the range"),
+    (("--interleavings", "many", "--fault", "interleave"), "'many' is not a valid integer"),
+])
+def test_interleavings_is_refused_without_the_fault_it_bounds_or_out_of_range(cli, args, said):
+    code, out, err = cli("sweep", *args)
+    assert (code, out) == (2, "") and said in err
+
+
+def test_interleavings_bounds_the_schedules_of_the_interleave_fault_alone():
+    from crashlab.faults.interleave import LIMIT, Interleave, bounded
+
+    faults = bounded(Faults.of([Interleave(), find("late-delivery").configured(None)]), 3)
+    assert [getattr(f, "limit", None) for f in faults.members] == [3, None]
+    assert Interleave(limit=3) == Interleave() and Interleave().limit == LIMIT  # the bound is no part of an ID
 
 
 def test_sweep_fault_wrong_answer_replays_stores_and_checks_as_the_crash_sweep_does(cli, tmp_path):

@@ -119,7 +119,7 @@ def test_a_task_waiting_on_a_pool_of_one_worker_is_not_deadlocked_by_the_schedul
 # Sweeps that kill for real: LangGraph's default tool node, and a loop of yours with calls on threads.
 
 
-def interleaved_sweep(setups, limit, monkeypatch, **options):
+def interleaved_sweep(setups, limit, **options):
     """Each setup swept under the interleave fault, at most `limit` schedules, killed at every point."""
     from dataclasses import replace
 
@@ -128,8 +128,7 @@ def interleaved_sweep(setups, limit, monkeypatch, **options):
     from crashlab.faults.interleave import Interleave
     from crashlab.runners import RunnerSpec
 
-    monkeypatch.setattr("crashlab.faults.interleave.LIMIT", limit)
-    faulted = [replace(setup, faults=Faults.of([Interleave()])) for setup in setups]
+    faulted = [replace(setup, faults=Faults.of([Interleave(limit=limit)])) for setup in setups]
     return sweep_all(faulted, RunnerSpec("forked"), depth=1, **options)
 
 
@@ -153,12 +152,12 @@ def first_duplicated(sweep) -> set[tuple[str, ...]]:
 
 
 @pytest.mark.slow
-def test_langgraph_default_parallel_tool_node_sweeps_the_same_twice_with_no_flaky_scenario(triage, monkeypatch):
+def test_langgraph_default_parallel_tool_node_sweeps_the_same_twice_with_no_flaky_scenario(triage):
     from crashlab.engine.scenario import Setup
     from crashlab.loops import VARIANTS
 
     setup = Setup(VARIANTS["langgraph-parallel"], triage)
-    first, second = (interleaved_sweep([setup], 2, monkeypatch, workers=2)[0] for _ in range(2))
+    first, second = (interleaved_sweep([setup], 2, workers=2)[0] for _ in range(2))
     assert as_json(first) == as_json(second)
     row = first.row()
     assert row.flaky == 0 and row.orders.startswith("2 of ") and len(first.trees) == 2
@@ -167,13 +166,24 @@ def test_langgraph_default_parallel_tool_node_sweeps_the_same_twice_with_no_flak
 
 
 @pytest.mark.slow
-def test_a_loop_of_yours_with_calls_on_threads_sweeps_deterministically(monkeypatch):
+def test_sweep_interleavings_bounds_the_schedules_the_command_line_runs(cli):
+    import json
+
+    code, out, err = cli("sweep", "--loop", "langgraph", "--variant", "langgraph-parallel", "--fault", "interleave",
+                         "--interleavings", "3", "--kill", "--depth", "1", "--format", "json")
+    assert code == 0, err
+    (row,) = json.loads(out)
+    assert row["orders"].startswith("3 of ") and int(row["orders"].split(" of ")[1]) > 3 and row["flaky"] == 0
+
+
+@pytest.mark.slow
+def test_a_loop_of_yours_with_calls_on_threads_sweeps_deterministically():
     from crashlab.api import loop
 
     from .threaded_loop import EFFECTS, parallel
 
     setup = loop(parallel, EFFECTS, name="threaded", scheduled=True)
-    runs = [interleaved_sweep([setup], 7, monkeypatch, share=False, repeat=2, strays_fail=False)[0] for _ in range(2)]
+    runs = [interleaved_sweep([setup], 7, share=False, repeat=2, strays_fail=False)[0] for _ in range(2)]
     assert as_json(runs[0]) == as_json(runs[1])
     row = runs[0].row()
     assert row.flaky == 0 and row.orders.startswith("7 of ") and row.dups > 0

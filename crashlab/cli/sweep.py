@@ -32,6 +32,7 @@ from crashlab.engine.tree import Row, VariantSweep
 from crashlab.engine.variant import Variant
 from crashlab.errors import BadInput, CheckFailed, Flaky
 from crashlab.faults import every_setting, servable
+from crashlab.faults.interleave import LIMIT, MOST, bounded
 from crashlab.job import Job
 from crashlab.loops import VARIANTS
 from crashlab.report import golden, matrix, tables
@@ -89,13 +90,17 @@ LISTS = {
                    "one, that SIGKILLs itself at its crash point, over a world in SQLite and a checkpoint file. "
                    "Restarts start from copies of the run directory, taken with the process stopped where its "
                    "death would be, for loops that keep all they keep there; --no-share re-executes every one.")
+@click.option("--interleavings", type=click.IntRange(1, MOST), default=None, show_default=str(LIMIT),
+              help="With --fault interleave, the most schedules of the threads to run, the default's included: each "
+                   "departs from the default at one decision, those that preempt no thread first (CHESS's order). "
+                   "The table says how many it ran of how many there were.")
 @time_limit_option
 @repeat_option
 def sweep(job_spec: str, loop: str | None, variant: str | None, tracker: str | None, effects_file: str | None,
           store: str | None, fmt: str,
           golden_file: str | None, listing: str | None, out: str | None, depth: int, max_scenarios: int,
           replay: bool, workers: int, scheduler: str | None, fault_slugs: tuple[str, ...], kill: bool,
-          time_limit: float, repeat: int,
+          time_limit: float, repeat: int, interleavings: int | None,
           **settings: str | None) -> None:
     """Crash the loop at every point, and its restart at every point, and count the damage.
 
@@ -122,7 +127,7 @@ def sweep(job_spec: str, loop: str | None, variant: str | None, tracker: str | N
     job, variants = choose(job_spec, loop, variant, tracker, effects_file)
     spec = runner_for(variants, kill, store, time_limit)
     if "all" in fault_slugs:
-        if len(fault_slugs) > 1 or any(settings.values()):
+        if len(fault_slugs) > 1 or any(settings.values()) or interleavings is not None:
             raise BadInput("--fault all sweeps every fault at each of its settings: it takes no other --fault, and "
                            "no setting")
         if listing is not None or golden_file is not None or repeat > 1:
@@ -132,6 +137,8 @@ def sweep(job_spec: str, loop: str | None, variant: str | None, tracker: str | N
         chosen = [v for v in VARIANTS.values() if "in-process" in v.runners] if every else variants
         return every_fault(chosen, job, spec, depth, fmt, out, workers, scheduler, max_scenarios)
     faults = faults_of(fault_slugs, settings)
+    if interleavings is not None:
+        faults = bounded(faults, interleavings)
     expected = golden.read_golden(golden_file) if golden_file is not None else None
     pending = PendingResults(out) if out is not None else None
     try:

@@ -5,7 +5,8 @@ one thread runs at a time, and at each crash point, task start and end, and wait
 a decision names which goes on. The plain sweep runs the default schedule (a thread goes on until it
 blocks or ends, then the first by number). Under this fault, the sweep also runs the schedules that
 depart from the default at one decision of the uninterrupted run, each a tree of its own, up to
-`LIMIT` of them, the default first, in the order `schedules` gives (CHESS's: no preemption first).
+`--interleavings` of them (`LIMIT` unless told), the default first, in the order `schedules` gives
+(CHESS's: no preemption first).
 Its value is the schedule: the option taken at each decision with several, from 1, dot-joined
 (``langgraph-parallel+interleave=1.1.2:5``: the first process takes the second thread at its third
 decision, and dies at its fifth crash point). Restarts run the default schedule.
@@ -13,22 +14,23 @@ decision, and dies at its fifth crash point). Restarts run the default schedule.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, ClassVar
 
 from crashlab.engine.scenario import EFFECTS
 from crashlab.errors import BadInput
-from crashlab.faults import Capability, Fault, Serving
+from crashlab.faults import Capability, Fault, Faults, Serving
 
 if TYPE_CHECKING:
     from crashlab.engine.scenario import ScenarioRun
     from crashlab.engine.tree import VariantSweep
 
-#: How many schedules a sweep under the fault runs at most, the default's included; the environment's
-#: ``CRASHLAB_INTERLEAVINGS`` sets another. The table says how many it ran of how many there were.
-LIMIT = int(os.environ.get("CRASHLAB_INTERLEAVINGS", "8"))
+#: How many schedules a sweep under the fault runs at most, the default's included, unless `--interleavings`
+#: says otherwise. The table says how many it ran of how many there were.
+LIMIT = 8
+#: The most `--interleavings` takes: a tree each, and a sweep of more is a search, not a test.
+MOST = 10_000
 
 
 @dataclass(frozen=True)
@@ -44,7 +46,7 @@ class Decision:
     sleeps: bool = False  # taken as a thread sleeps (the story says so; the order does not depend on it)
 
 
-def schedules(decisions: Sequence[Decision], limit: int | None = None) -> tuple[list[tuple[int, ...]], int]:
+def schedules(decisions: Sequence[Decision], limit: int = LIMIT) -> tuple[list[tuple[int, ...]], int]:
     """The schedules one departure from the default makes, the default first, up to `limit`, and how many
     there are. As CHESS orders them, the departures that preempt no thread (another task begins when one
     blocks or ends) come before those that preempt one; among each, those between threads seen to do
@@ -52,7 +54,7 @@ def schedules(decisions: Sequence[Decision], limit: int | None = None) -> tuple[
     departures = sorted(((d.preempts, -d.seen, k, pick) for k, d in enumerate(decisions)
                          for pick in range(2, d.options + 1)))
     found = [(1,), *((1,) * k + (pick,) for *_, k, pick in departures)]
-    return found[: LIMIT if limit is None else limit], len(found)
+    return found[:limit], len(found)
 
 
 def decisions_of(run: ScenarioRun) -> list[Decision]:
@@ -79,11 +81,16 @@ def decisions_of(run: ScenarioRun) -> list[Decision]:
     return decisions
 
 
+@dataclass(frozen=True)
 class Interleave(Fault):
+    #: The most schedules a sweep under it runs: a bound on the search, not part of any scenario's ID.
+    limit: int = field(default=LIMIT, compare=False)
+
     slug = "interleave"
     breaks = "the threads a loop runs its tool calls on take turns in another order, decided at each crash point"
     adds = ("the default schedule, and each schedule that departs from it at one decision of the uninterrupted "
-            f"run, up to {LIMIT} (ID SLUG+interleave=P.Q.R:I, each the thread taken at a decision)")
+            f"run, up to {LIMIT} or --interleavings (ID SLUG+interleave=P.Q.R:I, each the thread taken at a "
+            "decision)")
     needs: ClassVar[frozenset[Capability]] = frozenset()
     in_matrix: ClassVar[bool] = False
     schedules_threads: ClassVar[bool] = True
@@ -106,7 +113,8 @@ class Interleave(Fault):
         if not without.setup.variant.scheduled:
             raise BadInput(f"--fault interleave orders the threads of a loop that runs its tool calls on a thread "
                            f"pool, and {without.setup.variant.slug}'s threads are not scheduled")
-        return [Interleave(".".join(map(str, picks))) for picks in schedules(decisions_of(without.first))[0]]
+        picked, _ = schedules(decisions_of(without.first), self.limit)
+        return [Interleave(".".join(map(str, picks))) for picks in picked]
 
     def explored(self, sweep: VariantSweep) -> str:
         """How many schedules the sweep ran, of how many one departure from the default makes."""
@@ -116,3 +124,10 @@ class Interleave(Fault):
 
     def serve(self, serving: Serving) -> Serving:
         return serving
+
+
+def bounded(faults: Faults, limit: int) -> Faults:
+    """`faults`, their interleave fault running at most `limit` schedules (`--interleavings`)."""
+    if not any(isinstance(f, Interleave) for f in faults.members):
+        raise BadInput("--interleavings bounds the schedules of --fault interleave: it needs --fault interleave")
+    return Faults.of(replace(f, limit=limit) if isinstance(f, Interleave) else f for f in faults.members)
