@@ -89,9 +89,9 @@ class Bound:
 
     How many scenarios a tree holds is known only once it has grown, so before it grows it is
     estimated from its trunk (`estimated`), and a sweep whose estimate is already past the bound is
-    refused at once. The estimate is low rather than high, so that a sweep within the bound is never
-    refused by it; what it misses is caught as the sweep grows: it stops once it has grown past the
-    bound (`counting`).
+    refused at once. The estimate is meant to err low, so that a sweep within the bound is not refused
+    by it (it did on every loop measured); what it misses is caught as the sweep grows: it stops once
+    it has grown past the bound (`counting`).
     """
 
     limit: int | None
