@@ -75,8 +75,8 @@ LISTS = {
               help="Crash up to this many processes per scenario (the book's sweep is 2).")
 @click.option("--max-scenarios", type=click.IntRange(1), default=MAX_SCENARIOS, show_default=True,
               help="Refuse a sweep of more scenarios than this, every variant together: before it grows, if its "
-                   "estimate (from each uninterrupted run's crash points and the depth; it errs low) is more, else "
-                   "as it grows, once it has grown more.")
+                   "estimate (from each uninterrupted run's crash points and the depth; meant to err low) is more, "
+                   "else as it grows, once it has grown more.")
 @click.option("--no-share", "replay", is_flag=True,
               help="Re-execute every scenario from nothing instead of restarting from the snapshot its crash left: "
                    "slower, and the oracle that sharing must equal.")
