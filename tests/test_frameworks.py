@@ -35,8 +35,8 @@ def test_every_runtime_package_ships_in_the_wheel_with_its_extra_in_frameworks_o
         assert f"crashlab.runtimes.{name}" in shipped and name in extras, name
     every = extras["frameworks"][0]
     left_out = [name for name in runtimes() if name not in every]
-    # crewai needs mcp<2, which the mcp extra's mcp>=2 excludes; a Prefect process starts a server for 10 to 60 s
-    assert left_out == ["crewai", "prefect"]
+    # crewai needs mcp<2, which the mcp extra's mcp>=2 excludes
+    assert left_out == ["crewai"]
 
 
 def row(slug: str, dups: int) -> Row:

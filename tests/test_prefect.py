@@ -1,10 +1,9 @@
 """The job as a Prefect 3 flow, killed for real at every point: a task whose result Prefect persisted is not
 run again on the flow run's retry; one it had not persisted is, and a key from Prefect's IDs makes that harmless.
 
-These need the `crashlab[prefect]` extra, which `make test` leaves out (its processes are too slow for CI),
-so they are skipped where it is not installed. Each process of a Prefect flow starts Prefect's ephemeral API
-server (a uvicorn subprocess, 10 to 25 s on a busy two-core machine), so these tests sweep a job of one
-call (`one_issue`), not the triage job, and only the three rows whose outcome differs by design.
+They need the `crashlab[prefect]` extra (in `frameworks`, which `make test` installs) and are skipped where it
+is not installed. They sweep a job of one call (`one_issue`), and only the three rows whose outcome differs by
+design: the points of one task are all they look at, and the triage job's five rows take two minutes.
 """
 
 from importlib.util import find_spec

@@ -2,14 +2,14 @@
 
 What a Prefect user writes: a `@flow` that asks the model for its next reply and runs each of the
 reply's tool calls as a `@task`, in order. The model is a task too (`model`), scripted: it returns
-the job's turn k for the k-th reply, with ``$A`` resolved from A's result. Everything Prefect keeps
-lives in the run directory: its home, the ephemeral API's SQLite database, and the task results
-(``PREFECT_LOCAL_STORAGE_PATH``). Prefect runs that API as a server subprocess of each process
-(ephemeral mode), which dies with the process's group.
+the job's turn k for the k-th reply, with ``$A`` resolved from A's result. The flow runs and their
+states are in Prefect's API server (`server`: one per harness, which outlives the processes a sweep
+kills, as a deployment's server does); the flow run is named for the run directory, and Prefect's
+home and the task results (``PREFECT_LOCAL_STORAGE_PATH``) are in it.
 
 A restart is Prefect's own retry of the flow run (`prefect flow-run retry ID --entrypoint ...`):
-the run's flow run, read back from the database, set Scheduled and run again with `run_flow`, the
-steps that CLI takes. The CLI refuses a run that is still Running, as a killed one is (nothing
+the run's flow run, read back from the server by its name, set Scheduled and run again with
+`run_flow`, the steps that CLI takes. The CLI refuses a run that is still Running, as a killed one is (nothing
 marks it Crashed without a worker), so the restart takes those steps itself. Retried, a task finds
 its result again only if its result was persisted under the key its cache policy gives (the default
 policy, inputs + task source + flow run ID, matches in the same flow run); by default Prefect
@@ -26,6 +26,7 @@ of every result write (`ResultStore.persist_result_record`). Only this module im
 from __future__ import annotations
 
 import logging
+import uuid
 from dataclasses import dataclass
 from functools import wraps
 from pathlib import Path
@@ -33,15 +34,15 @@ from typing import Any
 
 from prefect import flow, get_client, task
 from prefect.cache_policies import INPUTS, CachePolicy
+from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterName
 from prefect.flow_engine import run_flow
 from prefect.results import ResultStore
 from prefect.settings import (
-    PREFECT_API_DATABASE_CONNECTION_URL,
+    PREFECT_API_URL,
     PREFECT_HOME,
     PREFECT_LOCAL_STORAGE_PATH,
     PREFECT_LOGGING_LEVEL,
     PREFECT_SERVER_ANALYTICS_ENABLED,
-    PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS,
     temporary_settings,
 )
 from prefect.states import Scheduled
@@ -50,12 +51,13 @@ from prefect.transactions import get_transaction
 import crashlab
 from crashlab.engine.run import Run
 from crashlab.runtimes import http
+from crashlab.runtimes.prefect.server import api_url
 from crashlab.runtimes.script import resolved
 
 FLOW = "triage-flow"
-
-#: Seconds a process waits for its ephemeral API server (Prefect's default, 20, is too short on a busy machine).
-STARTUP = 120
+#: Where the run directory keeps Prefect's home, its task results, and the name of its flow run (one server holds
+#: the flow runs of a whole sweep).
+HOME, NAMED = "prefect", "flow-run-name"
 
 
 @dataclass(frozen=True)
@@ -160,36 +162,42 @@ def build(setting: Setting) -> Any:
 
 
 def entry(slug: str, run: Run) -> None:
-    """One process: run the flow, or retry its flow run when the database already holds one."""
+    """One process: run the flow, or retry its flow run when the server already holds one."""
     setting, job = SETTINGS[slug], run.job
     assert run.directory is not None, "Prefect runs only forked, in a run directory"
     _now.update(setting=setting, job=job)
-    home = Path(run.directory) / "prefect"
+    home = Path(run.directory) / HOME
+    home.mkdir(exist_ok=True)
     # A task that fails under a fault is the scenario's outcome, which the harness tells; Prefect logging
     # each run's states would bury a sweep's output.
     logging.getLogger("prefect").setLevel(logging.CRITICAL)
     with temporary_settings(updates={
+        PREFECT_API_URL: api_url(),
         PREFECT_HOME: str(home),
-        PREFECT_API_DATABASE_CONNECTION_URL: f"sqlite+aiosqlite:///{home / 'prefect.db'}",
         PREFECT_LOCAL_STORAGE_PATH: str(home / "results"),
         PREFECT_SERVER_ANALYTICS_ENABLED: False,
-        PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS: STARTUP,
         PREFECT_LOGGING_LEVEL: "CRITICAL",
     }):
-        triage_flow = build(setting)
-        started = _started(home)
+        triage_flow = build(setting).with_options(flow_run_name=_name(home))
+        started = _started(triage_flow.flow_run_name)
         if started is None or not setting.retry:
             triage_flow()
         else:
             _retry(triage_flow, started)
 
 
-def _started(home: Path) -> Any:
-    """The flow run an earlier process started, if any (the database is Prefect's, in the run directory)."""
-    if not (home / "prefect.db").exists():
-        return None
+def _name(home: Path) -> str:
+    """The name of the run's flow run, made by its first process, unique across the server's flow runs."""
+    named = home / NAMED
+    if not named.exists():
+        named.write_text(f"{FLOW}-{uuid.uuid4().hex}")
+    return named.read_text()
+
+
+def _started(name: str) -> Any:
+    """The flow run an earlier process of this run started, if any."""
     with get_client(sync_client=True) as client:
-        runs = client.read_flow_runs()
+        runs = client.read_flow_runs(flow_run_filter=FlowRunFilter(name=FlowRunFilterName(any_=[name])))
     return runs[0] if runs else None
 
 
@@ -199,4 +207,3 @@ def _retry(triage_flow: Any, flow_run: Any) -> None:
         client.set_flow_run_state(flow_run_id=flow_run.id, state=Scheduled(message="Retried"), force=True)
         flow_run = client.read_flow_run(flow_run.id)
     run_flow(flow=triage_flow, flow_run=flow_run, parameters={}, return_type="result")
-
