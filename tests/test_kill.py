@@ -143,6 +143,16 @@ def test_a_real_death_brings_its_own_files(triage):
         assert run.store.path.is_file() and run.final.finished  # a checkpoint file the killed processes wrote
 
 
+def test_what_a_runtime_keeps_in_a_subdirectory_is_part_of_its_state(triage, tmp_path):
+    """The Microsoft Agent Framework keeps its checkpoints in checkpoints/, Prefect its results in prefect/: two
+    states that differ only there are two states. The harness's own files are not the loop's."""
+    setup = Setup(VARIANTS["msagent-plain"], triage)
+    (tmp_path / "checkpoints").mkdir()
+    (tmp_path / "checkpoints" / "superstep-1.json").write_text("{}")
+    (tmp_path / "lock").write_text("")
+    assert kill.files_of(tmp_path, setup) == (("checkpoints/superstep-1.json", b"{}"),)
+
+
 def test_a_killed_sweep_restarts_each_state_once_from_a_copy_and_is_the_replayed_one(triage, monkeypatch):
     """Shared, the forked runner stops the process at each point and copies its run directory, and each
     distinct state is restarted once from its copy: one process per state, not one per scenario, and

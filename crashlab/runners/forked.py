@@ -465,11 +465,14 @@ def read_world(directory: Path, setup: Setup) -> WorldState:
 
 
 def files_of(directory: Path, setup: Setup) -> tuple[tuple[str, bytes], ...]:
-    """What the loop keeps in `directory`, as a value: crashlab's checkpoint, or every file a loop of yours made."""
+    """What the loop keeps in `directory`, as a value: crashlab's checkpoint, or every file a loop of yours (or a
+    runtime) made, in subdirectories too (by its path in `directory`), as the Microsoft Agent Framework keeps its
+    checkpoints and Prefect its results."""
     if setup.variant.keeps_checkpoint:
         return FileStore(directory, Recorder(), sync="none").files()
     skip = {*HARNESS_FILES, TRACKER_FILE, f"{TRACKER_FILE}-wal", f"{TRACKER_FILE}-shm"}
-    return tuple(sorted((p.name, p.read_bytes()) for p in directory.iterdir() if p.is_file() and p.name not in skip))
+    kept = ((p.relative_to(directory).as_posix(), p) for p in sorted(directory.rglob("*")) if p.is_file())
+    return tuple((name, p.read_bytes()) for name, p in kept if name not in skip)
 
 
 #: A scenario's run directory, and the power-cut layer it sits on, if its machine's power is cut at each death.
