@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -18,6 +19,7 @@ def unpatched(monkeypatch):
     after it, so that the tests that run after it in this process wait and sleep as Python does."""
     import concurrent.futures
     import concurrent.futures.thread
+    import selectors
     import threading
     import time
 
@@ -26,7 +28,7 @@ def unpatched(monkeypatch):
     for owner, name in ((concurrent.futures.ThreadPoolExecutor, "submit"), (concurrent.futures.thread._WorkItem, "run"),
                         (threading.Thread, "start"), (time, "sleep"), (threading.Event, "wait"),
                         (concurrent.futures.Future, "result"), (concurrent.futures.Future, "exception"),
-                        (schedule, "_patched"), (schedule, "_scheduler")):
+                        (selectors.DefaultSelector, "select"), (schedule, "_patched"), (schedule, "_scheduler")):
         monkeypatch.setattr(owner, name, getattr(owner, name))
 
 
@@ -116,7 +118,50 @@ def test_a_task_waiting_on_a_pool_of_one_worker_is_not_deadlocked_by_the_schedul
     assert all(scheduled(nested=True)[0] == nested for _ in range(3))
 
 
-# Sweeps that kill for real: LangGraph's default tool node, and a loop of yours with calls on threads.
+def scheduled_asyncio(picks=()):
+    """A reply's two sync tools, each run with `asyncio.to_thread` in a task of its own, as the OpenAI Agents SDK
+    runs them by default: the points passed, and the scheduler's decisions."""
+    import asyncio
+
+    import crashlab
+    from crashlab.engine.points import recording
+    from crashlab.engine.schedule import scheduling
+
+    def tool(name: str) -> None:
+        crashlab.point(f"{name}-sent")
+        crashlab.point(f"{name}-saved")
+
+    async def reply() -> None:
+        crashlab.point("start")
+        await asyncio.gather(*(asyncio.to_thread(tool, name) for name in "AB"))
+        crashlab.point("end")
+
+    def run() -> None:
+        points.start_process()
+        with recording(points), scheduling(picks, points.note):
+            asyncio.run(reply())
+
+    points = Recorder()
+    runner = threading.Thread(target=run, daemon=True)  # so that a deadlock fails the test, not hangs it
+    runner.start()
+    runner.join(10)
+    assert not runner.is_alive(), "deadlocked: the event loop's thread waited for the tools holding the baton"
+    return [e.label for e in points.points()], [e.detail for e in points.events if e.kind == "schedule"]
+
+
+def test_an_event_loop_waiting_on_its_tools_threads_hands_on_and_a_schedule_replays_another_order():
+    """The loop's thread waits in its selector while the tools run: it hands the baton on there, so the run
+    repeats itself; without that it would hold the baton while the threads it waits for wait for it."""
+    first, decisions = scheduled_asyncio()
+    assert first == ["start", "A-sent", "A-saved", "B-sent", "B-saved", "end"]
+    assert all(scheduled_asyncio() == (first, decisions) for _ in range(5))
+    assert any(d.get("options", 1) > 1 for d in decisions)
+    b_first, _ = scheduled_asyncio((2,))
+    assert b_first[:2] == ["start", "B-sent"] and scheduled_asyncio((2,))[0] == b_first
+
+
+# Sweeps that kill for real: LangGraph's default tool node, the OpenAI Agents SDK's default concurrency, and a
+# loop of yours with calls on threads.
 
 
 def interleaved_sweep(setups, limit, **options):
@@ -162,6 +207,21 @@ def test_langgraph_default_parallel_tool_node_sweeps_the_same_twice_with_no_flak
     row = first.row()
     assert row.flaky == 0 and row.orders.startswith("2 of ") and len(first.trees) == 2
     assert int(row.orders.split(" of ")[1]) > 2  # more schedules than the bound: bounded, and said so
+    assert len(first_duplicated(first)) > 1  # another schedule sends another call first
+
+
+@pytest.mark.slow
+def test_the_openai_agents_sdk_s_default_concurrency_sweeps_the_same_twice_with_no_flaky_scenario(triage):
+    """The SDK starts a reply's tools together, each sync tool on a thread (`asyncio.to_thread`), and its event
+    loop waits for them: unscheduled, the sweep refuses the loop as not deterministic."""
+    from crashlab.engine.scenario import Setup
+    from crashlab.loops import VARIANTS
+
+    setup = Setup(VARIANTS["openai-parallel"], triage)
+    first, second = (interleaved_sweep([setup], 8, workers=2)[0] for _ in range(2))
+    assert as_json(first) == as_json(second)
+    row = first.row()
+    assert row.flaky == 0 and row.dups > 0 and len(first.trees) > 1
     assert len(first_duplicated(first)) > 1  # another schedule sends another call first
 
 

@@ -12,7 +12,12 @@ runs; every other waits for it. A thread hands the baton on only where the sched
 - where it would block on another thread: `threading.Event.wait` (so `concurrent.futures.wait`
   and `as_completed`, which wait on one), `Future.result` and `Future.exception`;
 - where it sleeps (`time.sleep`), as a loop that polls for another thread's work does (DBOS polls
-  its database for a workflow's result): every other thread that can go on goes first.
+  its database for a workflow's result): every other thread that can go on goes first;
+- where an asyncio event loop waits for what to do next (its selector's ``select``), as one does
+  while a tool call it handed to a thread (``asyncio.to_thread``, ``run_in_executor``: the loop's
+  default executor is a `ThreadPoolExecutor`) runs: it goes on once the selector has something
+  ready (the pool's thread ends by waking it), or, waiting on a timer, as a sleeper. The OpenAI
+  Agents SDK runs a reply's sync tools so, each in an asyncio task of its own.
 
 Who takes the baton is a decision among the threads that can run: those waiting at a point, the
 tasks submitted and not yet begun, and those blocked whose condition now holds (the event set, the
@@ -28,15 +33,18 @@ the story says which thread passed each point), and `picks` can choose otherwise
 and any schedule a sweep ran is replayed from it.
 
 What it cannot see: a thread started by `threading.Thread` (it runs unscheduled, as before), a
-pool other than `ThreadPoolExecutor`, asyncio tasks, and a wait on anything else (a lock, a queue,
-a `Condition`): a thread that holds the baton and blocks there on a thread waiting for the baton
-deadlocks, and the run fails as hung at the runner's time limit instead of being counted.
+pool other than `ThreadPoolExecutor`, the order in which sockets outside the process become ready
+(an asyncio task's own network I/O: its coroutines take turns on the loop's thread in the order
+the loop finds them ready), and a wait on anything else (a lock, a queue, a `Condition`): a thread
+that holds the baton and blocks there on a thread waiting for the baton deadlocks, and the run
+fails as hung at the runner's time limit instead of being counted.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
 import concurrent.futures.thread
+import selectors
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -262,6 +270,7 @@ def _patch() -> None:
     submit, run = pool.submit, concurrent.futures.thread._WorkItem.run
     event_wait, start, sleep = threading.Event.wait, threading.Thread.start, time.sleep
     result, exception = concurrent.futures.Future.result, concurrent.futures.Future.exception
+    select = selectors.DefaultSelector.select  # asyncio's event loop waits in it
 
     def scheduled_submit(self: Any, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
         task = _scheduler.submitted(self) if _scheduler is not None else None
@@ -305,6 +314,12 @@ def _patch() -> None:
 
         return scheduled
 
+    def scheduled_select(self: selectors.DefaultSelector, timeout: float | None = None) -> Any:
+        if _scheduler is None or (timeout is not None and timeout <= 0):
+            return select(self, timeout)
+        with _scheduler.blocking(lambda: bool(select(self, 0)), sleeping=timeout is not None):
+            return select(self, timeout)
+
     pool.submit = scheduled_submit  # type: ignore[method-assign]
     concurrent.futures.thread._WorkItem.run = scheduled_run  # type: ignore[method-assign]
     threading.Thread.start = scheduled_start  # type: ignore[method-assign]
@@ -312,3 +327,4 @@ def _patch() -> None:
     threading.Event.wait = scheduled_wait  # type: ignore[method-assign]
     concurrent.futures.Future.result = waiting(result)  # type: ignore[method-assign]
     concurrent.futures.Future.exception = waiting(exception)  # type: ignore[method-assign]
+    selectors.DefaultSelector.select = scheduled_select  # type: ignore[method-assign]

@@ -28,9 +28,9 @@ restart runs it again, and goes on resuming from that state until the next pause
 Crash points, besides the service's own ``accepted``: before and after the model's reply, before
 and after each session write (``add-items``, ``add-items-done``), and, under approve, around the
 write of the paused run's state (``state-save``, ``state-saved``). The SDK starts a reply's
-function tools together, each sync tool in a worker thread (`asyncio.to_thread`);
-``ToolExecutionConfig(max_function_tool_concurrency=1)`` runs them one at a time, which makes the
-run repeat itself.
+function tools together, each sync tool in a worker thread (`asyncio.to_thread`): the parallel
+row keeps that default, and the harness schedules those threads (`crashlab.engine.schedule`); the
+others set ``ToolExecutionConfig(max_function_tool_concurrency=1)``, which runs them one at a time.
 
 Only this module imports the Agents SDK.
 """
@@ -143,6 +143,7 @@ class Setting:
 
     keyed: bool = False
     approve: bool = False  # True: needs_approval=True, the paused run's RunState saved to a file, as the HITL guide
+    parallel: bool = False  # True: the SDK's default, a reply's tools at once; else max_function_tool_concurrency=1
 
 
 #: The rows (`RUNTIME.rows` names them): the agent as a user writes it, the same with keys made of
@@ -151,6 +152,7 @@ SETTINGS = {
     "openai-plain": Setting(),
     "openai-keyed": Setting(keyed=True),
     "openai-approve": Setting(approve=True),
+    "openai-parallel": Setting(parallel=True),
 }
 
 
@@ -165,8 +167,8 @@ def entry(slug: str, run: Run) -> None:
     try:
         agent = Agent(name="triage", instructions="Triage the reports.", model=ScriptedModel(job),
                       tools=list(tools(setting.keyed, setting.approve)))
-        config = RunConfig(tracing_disabled=True,
-                           tool_execution=ToolExecutionConfig(max_function_tool_concurrency=1))
+        config = RunConfig(tracing_disabled=True) if setting.parallel else \
+            RunConfig(tracing_disabled=True, tool_execution=ToolExecutionConfig(max_function_tool_concurrency=1))
         turns = len(job.turns) + 1
 
         def approved(state: RunState[Any]) -> Any:
