@@ -12,9 +12,11 @@ this machine: wall time (median of N) and peak memory of a `crashlab` process. I
 - the book table with every process a real one, killed by SIGKILL (`--kill`), shared (each distinct
   state restarted once from a copy of its run directory) beside `--no-share` (every scenario
   re-executed), on one worker and on two;
-- the LangGraph agent and the DBOS workflow, killed for real on two workers, shared beside `--no-share`.
+- the LangGraph agent and the DBOS workflow, killed for real on two workers, shared beside `--no-share`;
+- every installed agent runtime's table at depths 1 and 2 (`crashlab frameworks`), which CI sweeps at
+  depth 1 only: it takes hours, most of them Temporal's, whose restarts wait on its timeouts.
 
-`--quick` skips the slow re-executed depth-3 sweeps, and kills at depth 1 only.
+`--quick` skips the slow re-executed depth-3 sweeps and the runtimes' table, and kills at depth 1 only.
 """
 
 from __future__ import annotations
@@ -228,6 +230,11 @@ def main() -> None:
         print(f"{loop}: {n:,} scenarios; shared {seconds:.1f} s ({distinct[0]:,} distinct states), peak {peak} MiB; "
               f"--no-share {again:.1f} s ({distinct[1]:,}), peak {again_peak} MiB: {seconds / again:.3f} of the time; "
               f"with dups/dups/missing: {cells}")
+
+    if not args.quick:
+        print("\n## every installed agent runtime killed for real at depths 1 and 2 (crashlab frameworks --workers 2)")
+        seconds, peak, table = measure([*CRASHLAB, "frameworks", "--depth", "1", "--depth", "2", "--workers", "2"], 1)
+        print(f"{seconds / 60:.1f} min, peak {peak} MiB\n{table}")
 
     if args.plot:
         draw(*grown, args.plot)
