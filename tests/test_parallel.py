@@ -250,6 +250,33 @@ def test_a_loop_of_yours_with_calls_on_threads_sweeps_deterministically():
     assert len(first_duplicated(runs[0])) > 1
 
 
+@pytest.mark.slow
+def test_on_the_command_line_a_loop_of_yours_is_scheduled_if_it_says_so_and_refused_if_not(cli, tmp_path):
+    import json
+
+    import yaml
+
+    from .threaded_loop import EFFECTS
+
+    effects = tmp_path / "effects.yaml"
+    effects.write_text(yaml.safe_dump(EFFECTS))
+    loop = ["sweep", "--loop", "tests/threaded_loop.py:parallel", "--effects", str(effects), "--depth", "1"]
+    code, out, err = cli(*loop, "--scheduled", "--fault", "interleave", "--interleavings", "3", "--format", "json")
+    assert code == 0, err
+    (row,) = json.loads(out)
+    assert row["orders"].startswith("3 of ") and row["flaky"] == 0 and row["dups"] > 0
+    assert "--scheduled" in err  # the replay command of each window says it too
+    code, out, err = cli(*loop, "--format", "json")
+    assert code == 3 and "not deterministic" in err  # left to the operating system, its runs differ
+
+
+@pytest.mark.parametrize("args", [("sweep", "--scheduled"), ("sweep", "--loop", "langgraph", "--scheduled"),
+                                  ("explain", "keys:3", "--scheduled")])
+def test_scheduled_is_refused_for_anything_but_a_loop_of_yours(cli, args):
+    code, out, err = cli(*args)
+    assert (code, out) == (2, "") and "--scheduled" in err and "loop of yours" in err and "Traceback" not in err
+
+
 def test_a_thread_that_polls_with_sleep_lets_the_task_it_waits_for_run():
     """DBOS's thread polls its database for a workflow's result, which a pool task computes: a sleep hands on."""
     import time

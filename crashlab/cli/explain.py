@@ -7,7 +7,7 @@ import shutil
 
 import click
 
-from crashlab.cli.options import check_handles, job_option, open_job, repeat_option, your_setups
+from crashlab.cli.options import check_handles, job_option, open_job, repeat_option, scheduled_option, your_setups
 from crashlab.engine.scenario import ScenarioError, Setup
 from crashlab.errors import BadInput
 from crashlab.job import shown
@@ -23,10 +23,11 @@ from crashlab.runners import RunnerSpec
               help="A loop of yours, as `sweep --loop` took it (with --effects and --tracker as there).")
 @click.option("--effects", "effects_file", metavar="FILE", help="Your loop's effects, as `sweep --effects` took them.")
 @click.option("--tracker", metavar="MODE", help="Your loop's service's mode, as `sweep --tracker` took it.")
+@scheduled_option
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @repeat_option
 def explain(scenario: str, job_spec: str, loop: str | None, effects_file: str | None, tracker: str | None,
-            fmt: str, repeat: int) -> None:
+            scheduled: bool, fmt: str, repeat: int) -> None:
     """Tell the story of one SCENARIO, process by process, and its verdict.
 
     SCENARIO is SLUG:I (crash the first process at its I-th point) or SLUG:I:J (also crash the
@@ -39,11 +40,11 @@ def explain(scenario: str, job_spec: str, loop: str | None, effects_file: str | 
     runs differ) tells every outcome they came to, with how many came to each.
     """
     if loop is not None:
-        setups = your_setups(loop, effects_file, tracker, None)
+        setups = your_setups(loop, effects_file, tracker, None, scheduled)
         runs, calls = stories.find_repeats(scenario, setups[0].job, {s.variant.slug: s.variant for s in setups},
                                            repeat)
-    elif effects_file is not None or tracker is not None:
-        raise BadInput("--effects and --tracker belong to a loop of yours: give --loop FILE.py:ENTRY too")
+    elif effects_file is not None or tracker is not None or scheduled:
+        raise BadInput("--effects, --tracker and --scheduled belong to a loop of yours: give --loop FILE.py:ENTRY too")
     else:
         runs, calls = stories.find_repeats(scenario, open_job(job_spec), VARIANTS, repeat)
     told = stories.story(runs[0], calls, runs)

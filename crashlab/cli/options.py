@@ -64,6 +64,7 @@ def variant_options(command: Callable[..., Any]) -> Callable[..., Any]:
         help="For a loop of yours: a YAML file of the effects it means to have, once each, by what they are "
              "(A: {issue: TITLE}, C: {comment: A}).",
     )(command)
+    command = scheduled_option(command)
     return click.option(
         "--loop", metavar="|".join(FAMILIES) + "|FILE.py:ENTRY|MODULE:ENTRY",
         help="Whose variants 'all' means: the chapter's five designs, crashlab's own agent loop, or the job "
@@ -73,7 +74,16 @@ def variant_options(command: Callable[..., Any]) -> Callable[..., Any]:
     )(command)
 
 
-def your_setups(loop: str, effects_file: str | None, tracker: str | None, variant: str | None) -> list[Setup]:
+#: `--scheduled`: a loop of yours runs its tool calls on threads, which the harness is to schedule.
+scheduled_option = click.option(
+    "--scheduled", is_flag=True,
+    help="For a loop of yours that runs tool calls at once, on a ThreadPoolExecutor or with asyncio.to_thread: "
+         "the harness runs its threads one at a time, at its crash points, so that each run repeats itself; "
+         "--fault interleave then sweeps other orders.")
+
+
+def your_setups(loop: str, effects_file: str | None, tracker: str | None, variant: str | None,
+                scheduled: bool = False) -> list[Setup]:
     """`--loop FILE.py:ENTRY --effects FILE`: your loop against the service, the tracker mode `--tracker` names."""
     if effects_file is None:
         raise BadInput(f"--loop {loop} needs --effects FILE: what it means to do once each, by what it is "
@@ -85,20 +95,24 @@ def your_setups(loop: str, effects_file: str | None, tracker: str | None, varian
                        f"{', '.join(TRACKER_MODES)}")
     job, entries = yours.load(loop)
     effects = yours.read_effects(effects_file)
-    return [yours.setup(entry, effects, name=slug, tracker=tracker or "keyed", job=job) for slug, entry in entries]
+    return [yours.setup(entry, effects, name=slug, tracker=tracker or "keyed", job=job, scheduled=scheduled)
+            for slug, entry in entries]
 
 
 def choose(job_spec: str, loop: str | None, variant: str | None, tracker: str | None,
-           effects_file: str | None) -> tuple[Job, list[Variant]]:
+           effects_file: str | None, scheduled: bool = False) -> tuple[Job, list[Variant]]:
     """The job and the variants a command runs: crashlab's, as `choose_variants` picks them, or yours."""
     if loop is not None and yours.is_yours(loop):
         if click.get_current_context().get_parameter_source("job_spec") is not click.core.ParameterSource.DEFAULT:
             raise BadInput(f"--loop {loop} is its own script: --job gives crashlab's loops theirs (drop --job)")
-        setups = your_setups(loop, effects_file, tracker, variant)
+        setups = your_setups(loop, effects_file, tracker, variant, scheduled)
         return setups[0].job, [s.variant for s in setups]
     if effects_file is not None:
         raise BadInput("--effects belongs to a loop of yours (--loop FILE.py:ENTRY); crashlab's loops take their "
                        "effects from the job")
+    if scheduled:
+        raise BadInput("--scheduled belongs to a loop of yours (--loop FILE.py:ENTRY); crashlab's rows that run "
+                       "calls at once are scheduled already (langgraph-parallel, openai-parallel)")
     variants = choose_variants(loop, variant, tracker)
     job = open_job(job_spec)
     check_handles(job, variants)

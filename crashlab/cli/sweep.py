@@ -97,7 +97,7 @@ LISTS = {
 @time_limit_option
 @repeat_option
 def sweep(job_spec: str, loop: str | None, variant: str | None, tracker: str | None, effects_file: str | None,
-          store: str | None, fmt: str,
+          scheduled: bool, store: str | None, fmt: str,
           golden_file: str | None, listing: str | None, out: str | None, depth: int, max_scenarios: int,
           replay: bool, workers: int, scheduler: str | None, fault_slugs: tuple[str, ...], kill: bool,
           time_limit: float, repeat: int, interleavings: int | None,
@@ -124,7 +124,7 @@ def sweep(job_spec: str, loop: str | None, variant: str | None, tracker: str | N
     A flaky scenario (--repeat: its runs differ; or, for a loop of yours, a process that strays
     from the run it repeats) counts the worst it came to, and fails the sweep with exit 3.
     """
-    job, variants = choose(job_spec, loop, variant, tracker, effects_file)
+    job, variants = choose(job_spec, loop, variant, tracker, effects_file, scheduled)
     spec = runner_for(variants, kill, store, time_limit)
     if "all" in fault_slugs:
         if len(fault_slugs) > 1 or any(settings.values()) or interleavings is not None:
@@ -152,7 +152,7 @@ def sweep(job_spec: str, loop: str | None, variant: str | None, tracker: str | N
     finally:
         if pending is not None:
             pending.discard()
-    explaining = replay_command(job_spec, loop, effects_file, tracker, repeat)
+    explaining = replay_command(job_spec, loop, effects_file, tracker, repeat, scheduled)
     if listing is not None:
         echo_listing(every_scenario(sweeps), listing, explaining, fmt)
     else:
@@ -201,11 +201,12 @@ def every_scenario(sweeps: list[VariantSweep]) -> Iterator[ScenarioResult]:
 
 
 def replay_command(job_spec: str, loop: str | None, effects_file: str | None,
-                   tracker: str | None, repeat: int = 1) -> Callable[[str], str]:
+                   tracker: str | None, repeat: int = 1, scheduled: bool = False) -> Callable[[str], str]:
     """The command that replays a scenario of this sweep, and tells its story (as often as the sweep ran it)."""
     if loop is not None and effects_file is not None and ":" in loop:
         options = f"--loop {shlex.quote(loop)} --effects {shlex.quote(effects_file)}"
         options += f" --tracker {shlex.quote(tracker)}" if tracker is not None else ""
+        options += " --scheduled" if scheduled else ""
     else:
         options = f"--job {shlex.quote(job_spec)}"
     options += f" --repeat {repeat}" if repeat > 1 else ""
