@@ -211,13 +211,15 @@ def test_langgraph_default_parallel_tool_node_sweeps_the_same_twice_with_no_flak
 
 
 @pytest.mark.slow
-def test_the_openai_agents_sdk_s_default_concurrency_sweeps_the_same_twice_with_no_flaky_scenario(triage):
-    """The SDK starts a reply's tools together, each sync tool on a thread (`asyncio.to_thread`), and its event
-    loop waits for them: unscheduled, the sweep refuses the loop as not deterministic."""
+@pytest.mark.parametrize("slug", ["openai-parallel", "msagent-parallel"])
+def test_an_event_loop_runtime_s_default_concurrency_sweeps_the_same_twice_with_no_flaky_scenario(triage, slug):
+    """The OpenAI Agents SDK and the Microsoft Agent Framework start a reply's tools together, each sync tool on a
+    thread (`asyncio.to_thread`), and their event loop waits for them: unscheduled, the sweep refuses the loop as
+    not deterministic."""
     from crashlab.engine.scenario import Setup
     from crashlab.loops import VARIANTS
 
-    setup = Setup(VARIANTS["openai-parallel"], triage)
+    setup = Setup(VARIANTS[slug], triage)
     first, second = (interleaved_sweep([setup], 8, workers=2)[0] for _ in range(2))
     assert as_json(first) == as_json(second)
     row = first.row()

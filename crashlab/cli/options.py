@@ -112,7 +112,7 @@ def choose(job_spec: str, loop: str | None, variant: str | None, tracker: str | 
                        "effects from the job")
     if scheduled:
         raise BadInput("--scheduled belongs to a loop of yours (--loop FILE.py:ENTRY); crashlab's rows that run "
-                       "calls at once are scheduled already (langgraph-parallel, openai-parallel)")
+                       "calls at once are scheduled already (langgraph-parallel, openai-parallel, msagent-parallel)")
     variants = choose_variants(loop, variant, tracker)
     job = open_job(job_spec)
     check_handles(job, variants)

@@ -19,9 +19,10 @@ approval requests (a checkpoint), the person's answers are delivered with ``work
 (another checkpoint, before the approved calls run), and the person is asked through crashlab's
 service, which counts each question.
 
-A reply's calls run one at a time (``allow_concurrent_invocation=False``): the framework's default
-runs them at once, a synchronous tool on a worker thread (``asyncio.to_thread``) each, in an order
-that differs from run to run, which the sweep refuses.
+A reply's calls run one at a time (``allow_concurrent_invocation=False``), but in the parallel row:
+the framework's default runs them at once, a synchronous tool on a worker thread
+(``asyncio.to_thread``) each, in an order that differs from run to run unless the harness schedules
+those threads, as it does for that row (`crashlab.engine.schedule`).
 
 Crash points, besides the service's own ``accepted``: before and after the model's reply
 (``model-asked``, ``model-replied``), after the person's answer (``approved``), and on each side of
@@ -152,6 +153,7 @@ SETTINGS = {
     "msagent-keyed": Setting(keyed=True),
     "msagent-approval": Setting(approval="always_require"),
     "msagent-named": Setting(keyed=True, named=True),
+    "msagent-parallel": Setting(concurrent=True),
 }
 
 
