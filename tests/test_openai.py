@@ -71,6 +71,14 @@ def test_explain_kills_the_approved_run_before_its_outputs_reach_the_session_and
     assert "duplicates:    A ×2, B ×2 (DUPLICATED)" in out and "missing:       none" in out
 
 
+def test_points_lists_where_a_runtime_s_search_falls_too(cli):
+    """The job's search reaches the service as a request that changes nothing; `points` failed on it (KeyError)
+    for every runtime's row until the service said so."""
+    code, out, err = cli("points", "openai-plain")
+    assert code == 0, err
+    assert "accepted #3" in out and "comment #1 on #1 (C)" in out
+
+
 def test_sweep_loop_openai_needs_kill(cli):
     code, out, err = cli("sweep", "--loop", "openai")
     assert (code, out) == (2, "") and "openai-plain runs only under the forked runner (--kill)" in err

@@ -322,7 +322,7 @@ class Service:
             raise Refused(400, "a search needs a query: GET /search?q=TEXT")
         needle = text(query, "q").casefold()
         found = [r for r in self.store.issues() if needle in (r.title or "").casefold() or needle in r.body.casefold()]
-        await self.report("request", "search", {"call": repr(query), "query": query,
+        await self.report("request", "search", {"call": repr(query), "query": query, "key": None, "applied": False,
                                                  "answer": [r.number for r in found]})
         return Answer(200, {"issues": [{"number": r.number, "title": r.title, "body": r.body} for r in found]})
 
