@@ -279,6 +279,40 @@ def test_scheduled_is_refused_for_anything_but_a_loop_of_yours(cli, args):
     assert (code, out) == (2, "") and "--scheduled" in err and "loop of yours" in err and "Traceback" not in err
 
 
+def test_a_served_loop_s_threads_passing_points_at_once_keep_the_control_line_whole():
+    """An unscheduled loop's threads pass points at once. Each must have the line to the harness for its whole
+    point, its frame out and the harness's word back: in CI one thread read the first bytes of another's word
+    as a frame's length, and the harness was told of a frame of 2,065,852,271 bytes (``{"go``)."""
+    import socket
+
+    from crashlab.runners.served import TellingRecorder
+    from crashlab.service import control
+
+    loop_end, harness_end = socket.socketpair()
+    loop_end.settimeout(5)
+    recorder, heard, failed = TellingRecorder(loop_end, "s:1", 1), [], []
+
+    def harness() -> None:
+        for _ in range(8 * 100):
+            heard.append(control.receive(harness_end)["label"])
+            control.send(harness_end, control.GO)
+
+    def passes(name: str) -> None:
+        try:
+            for k in range(100):
+                recorder.hit(f"{name}{k}")
+        except Exception as error:  # what a thread met is the finding
+            failed.append(error)
+
+    threads = [threading.Thread(target=harness, daemon=True)] + [
+        threading.Thread(target=passes, args=(str(n),), daemon=True) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    assert failed == [] and sorted(heard) == sorted(f"{n}{k}" for n in range(8) for k in range(100))
+
+
 def test_a_thread_that_polls_with_sleep_lets_the_task_it_waits_for_run():
     """DBOS's thread polls its database for a workflow's result, which a pool task computes: a sleep hands on."""
     import time

@@ -22,6 +22,7 @@ import shutil
 import signal
 import socket
 import tempfile
+import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from itertools import count
@@ -51,19 +52,26 @@ RUN_DIR = "CRASHLAB_RUN_DIR"
 
 class TellingRecorder(Recorder):
     """The recorder of one process of a served loop: it tells every event to the harness as it happens,
-    and at each crash point waits for the harness, which kills the process there or lets it go on."""
+    and at each crash point waits for the harness, which kills the process there or lets it go on.
+
+    A loop's threads may pass points at once (an unscheduled loop's do), so one thread at a time has the
+    line, for a whole point: its frame out and the harness's word back. Without the lock two threads' frames
+    interleaved, and one thread read another's word, half of it: the harness saw a frame of 2 GB."""
 
     def __init__(self, line: socket.socket, scenario: str, process: int):
         super().__init__((), scenario, process)
         self.line = line
+        self.lock = threading.Lock()
 
     def hit(self, label: str) -> None:
-        self.passed += 1
-        control.send(self.line, {"kind": "point", "label": label, "where": _where(self.where)})
-        control.receive(self.line)  # the harness's word: go on (a death never answers)
+        with self.lock:
+            self.passed += 1
+            control.send(self.line, {"kind": "point", "label": label, "where": _where(self.where)})
+            control.receive(self.line)  # the harness's word: go on (a death never answers)
 
     def note(self, kind: str, label: str = "", **detail: Any) -> None:
-        control.send(self.line, {"kind": kind, "label": label, "where": _where(self.where), "detail": detail})
+        with self.lock:
+            control.send(self.line, {"kind": kind, "label": label, "where": _where(self.where), "detail": detail})
 
 
 def _where(where: Where) -> list[Any]:
