@@ -13,6 +13,17 @@ $(INSTALLED): pyproject.toml
 	$(BIN)/pip install --quiet -e '.[test,lint,docs,plot,dask,frameworks,mcp,fuse]'
 	touch $@
 
+# CrewAI requires mcp<2 and the mcp extra mcp>=2, so no one environment holds both: CrewAI's tests
+# run in one of their own.
+CREWAI_VENV := .venv-crewai
+CREWAI := $(CREWAI_VENV)/.installed
+
+$(CREWAI): pyproject.toml
+	$(PYTHON) -m venv $(CREWAI_VENV)
+	$(CREWAI_VENV)/bin/pip install --quiet --upgrade pip
+	$(CREWAI_VENV)/bin/pip install --quiet -e '.[test,crewai]'
+	touch $@
+
 # The book's table, checked against the golden file, with every scenario written to results/; then
 # the agent's own loop against every tracker, on the triage job and the two harder ones, each
 # checked against its golden file; every fault at each of its settings, with the matrix of worst
@@ -43,9 +54,10 @@ test: $(INSTALLED)
 	$(BIN)/pytest -q -n auto -m "not slow"
 
 # The slower suites (real processes killed at every crash point, file-store equivalence, a real
-# terminal): CI runs them after `make test`.
-test-slow: $(INSTALLED)
+# terminal, every agent runtime swept): CI runs them after `make test`.
+test-slow: $(INSTALLED) $(CREWAI)
 	$(BIN)/pytest -q -n auto -m slow
+	$(CREWAI_VENV)/bin/pytest -q -m slow tests/test_crewai.py
 
 # The linter and the type checker, as pyproject.toml configures them.
 lint: $(INSTALLED)
@@ -60,5 +72,5 @@ bench: $(INSTALLED)
 	$(BIN)/python scripts/bench.py --plot docs/speed.png
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(CREWAI_VENV) build *.egg-info .pytest_cache .hypothesis .mypy_cache .ruff_cache
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

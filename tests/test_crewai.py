@@ -1,7 +1,8 @@
 """The job as a CrewAI Flow with ``@persist``, killed for real at every point: what restoring by ID brings back.
 
 These need the `crashlab[crewai]` extra, which `frameworks` leaves out (CrewAI requires mcp<2, the
-`mcp` extra mcp>=2): they are skipped where it is not installed. ``@persist`` on the class saves the flow's state after
+`mcp` extra mcp>=2): they are skipped where it is not installed, and `make test-slow` runs them in an
+environment of their own (`.venv-crewai`). ``@persist`` on the class saves the flow's state after
 every method, and ``kickoff(inputs={"id": ...})`` restores the latest save, then runs the flow again
 from ``@start``; each method skips the calls whose results the restored state holds. So a plain
 flow duplicates exactly where a kill falls between a call's commit in the tracker (``accepted``) and
