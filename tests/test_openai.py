@@ -9,6 +9,8 @@ resumes from the `RunState` stored at the last pause, so the window closes only 
 state write, whatever the session already holds.
 """
 
+import json
+
 import pytest
 
 from .helpers import same_but_states, sweep_family
@@ -74,9 +76,10 @@ def test_explain_kills_the_approved_run_before_its_outputs_reach_the_session_and
 def test_points_lists_where_a_runtime_s_search_falls_too(cli):
     """The job's search reaches the service as a request that changes nothing; `points` failed on it (KeyError)
     for every runtime's row until the service said so."""
-    code, out, err = cli("points", "openai-plain")
+    code, out, err = cli("points", "openai-plain", "--format", "json")
     assert code == 0, err
-    assert "accepted #3" in out and "comment #1 on #1 (C)" in out
+    rows = {(row["label"], row["occurrence"]): row for row in json.loads(out)}
+    assert rows["accepted", 3]["tracker"] == ["issue #1 (A)", "issue #2 (B)", "comment #1 on #1 (C)"]
 
 
 def test_sweep_loop_openai_needs_kill(cli):
