@@ -111,8 +111,9 @@ def choose(job_spec: str, loop: str | None, variant: str | None, tracker: str | 
         raise BadInput("--effects belongs to a loop of yours (--loop FILE.py:ENTRY); crashlab's loops take their "
                        "effects from the job")
     if scheduled:
+        already = ", ".join(slug for slug, v in VARIANTS.items() if v.scheduled)
         raise BadInput("--scheduled belongs to a loop of yours (--loop FILE.py:ENTRY); crashlab's rows that run "
-                       "calls at once are scheduled already (langgraph-parallel, openai-parallel, msagent-parallel)")
+                       f"calls at once are scheduled already ({already})")
     variants = choose_variants(loop, variant, tracker)
     job = open_job(job_spec)
     check_handles(job, variants)
