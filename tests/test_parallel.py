@@ -253,7 +253,8 @@ def test_a_loop_of_yours_with_calls_on_threads_sweeps_deterministically():
 
 
 @pytest.mark.slow
-def test_on_the_command_line_a_loop_of_yours_is_scheduled_if_it_says_so_and_refused_if_not(cli, tmp_path):
+@pytest.mark.parametrize("entry", ["parallel", "gathered"])  # on a pool; with asyncio.to_thread
+def test_on_the_command_line_a_loop_of_yours_is_scheduled_if_it_says_so_and_refused_if_not(cli, tmp_path, entry):
     import json
 
     import yaml
@@ -262,7 +263,7 @@ def test_on_the_command_line_a_loop_of_yours_is_scheduled_if_it_says_so_and_refu
 
     effects = tmp_path / "effects.yaml"
     effects.write_text(yaml.safe_dump(EFFECTS))
-    loop = ["sweep", "--loop", "tests/threaded_loop.py:parallel", "--effects", str(effects), "--depth", "1"]
+    loop = ["sweep", "--loop", f"tests/threaded_loop.py:{entry}", "--effects", str(effects), "--depth", "1"]
     code, out, err = cli(*loop, "--scheduled", "--fault", "interleave", "--interleavings", "3", "--format", "json")
     assert code == 0, err
     (row,) = json.loads(out)

@@ -1,4 +1,5 @@
-"""A loop of yours that runs its three tool calls at once on a thread pool, as a parallel tool node does.
+"""A loop of yours that runs its three tool calls at once on threads: on a pool, as a parallel tool node does
+(`parallel`), or each in an asyncio task of its own, as an event-loop runtime does (`gathered`).
 
 It imports nothing of crashlab's but `crashlab.point`. Each call files an issue through crashlab's
 service over plain HTTP (no key), and saves its answer in the run's folder under a lock shared by
@@ -9,11 +10,13 @@ another order in each run: only the harness's schedule makes its runs repeat the
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import threading
 import time
 import urllib.request
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -32,6 +35,27 @@ def create_issue(title: str) -> int:
 
 
 def parallel() -> None:
+    """The calls on a thread pool, waited for one by one."""
+    call, todo = calls()
+    with ThreadPoolExecutor(max_workers=len(EFFECTS)) as pool:
+        futures = [pool.submit(call, step, title) for step, title in todo]
+        for future in futures:
+            future.result()
+
+
+def gathered() -> None:
+    """The calls each in an asyncio task of its own, each on a thread (`asyncio.to_thread`), as the OpenAI Agents
+    SDK runs a reply's sync tools: the event loop's thread waits for them in its selector."""
+    call, todo = calls()
+
+    async def reply() -> None:
+        await asyncio.gather(*(asyncio.to_thread(call, step, title) for step, title in todo))
+
+    asyncio.run(reply())
+
+
+def calls() -> tuple[Callable[[str, str], None], list[tuple[str, str]]]:
+    """The call that files one issue and saves its answer, and the calls a restart still has to make."""
     progress = Path(os.environ["CRASHLAB_RUN_DIR"]) / "progress.json"
     done = json.loads(progress.read_text()) if progress.exists() else {}
     lock = threading.Lock()
@@ -48,7 +72,4 @@ def parallel() -> None:
             os.replace(temporary, progress)
         crashlab.point("saved")
 
-    with ThreadPoolExecutor(max_workers=len(EFFECTS)) as pool:
-        futures = [pool.submit(call, step, effect["issue"]) for step, effect in EFFECTS.items() if step not in done]
-        for future in futures:
-            future.result()
+    return call, [(step, effect["issue"]) for step, effect in EFFECTS.items() if step not in done]
