@@ -113,13 +113,18 @@ def entry(slug: str, run: Run) -> None:
     asyncio.run(_work(address(run.directory)))
 
 
+#: What a dev server just started answers before its frontend serves: "not healthy", or, under a CI run's load, a
+#: reset connection (`get_system_info` call error ... "transport error" ... ConnectionReset).
+NOT_READY = ("not healthy", "transport error")
+
+
 async def _connect(target: str) -> Client:
-    """A client of the run's server, once its frontend is healthy: a server just started listens before it is."""
+    """A client of the run's server, once its frontend serves: a server just started listens before it does."""
     for _ in range(300):
         try:
             return await Client.connect(target)
         except RuntimeError as error:
-            if "not healthy" not in str(error):
+            if not any(said in str(error) for said in NOT_READY):
                 raise
         await asyncio.sleep(0.1)
     raise RuntimeError(f"the Temporal dev server at {target} never became healthy")
