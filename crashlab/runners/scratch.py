@@ -20,15 +20,19 @@ SCRATCH = Path("/dev/shm") if Path("/dev/shm").is_dir() else None
 NAME = re.compile(r"crashlab-[a-z]+-pid(\d+)-")
 
 
+def place() -> Path:
+    """Where scratch directories go: memory, where the machine has it; else the system's temporary directory."""
+    return SCRATCH or Path(tempfile.gettempdir())
+
+
 def scratch(kind: str) -> Path:
     """A new directory for `kind` of file (``store``, ``loop``, ``service``), after removing the ones dead
     processes left."""
-    place = SCRATCH or Path(tempfile.gettempdir())
-    for stale in place.glob("crashlab-*-pid*-*"):
+    for stale in place().glob("crashlab-*-pid*-*"):
         made = NAME.match(stale.name)
         if made and not alive(int(made[1])) and stale.is_dir() and not stale.is_symlink():
             shutil.rmtree(stale, ignore_errors=True)
-    return Path(tempfile.mkdtemp(prefix=f"crashlab-{kind}-pid{os.getpid()}-", dir=place))
+    return Path(tempfile.mkdtemp(prefix=f"crashlab-{kind}-pid{os.getpid()}-", dir=place()))
 
 
 def alive(pid: int) -> bool:

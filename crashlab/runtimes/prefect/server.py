@@ -17,12 +17,11 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import tempfile
 from importlib.util import find_spec
 from pathlib import Path
 from typing import IO
 
-from crashlab.runners.scratch import SCRATCH
+from crashlab.runners import scratch
 from crashlab.runtimes import sidecar
 
 NAME = "prefect"
@@ -32,10 +31,9 @@ PATIENCE = 120
 
 def api_url() -> str:
     """The API of the harness's server: the running one, or one started now."""
-    place = SCRATCH or Path(tempfile.gettempdir())
     # Named as `crashlab.runners.scratch` names scratch directories, so a new sweep removes it if its harness was
     # killed before its watchdog could.
-    directory = place / f"crashlab-prefect-pid{os.getppid()}-server"
+    directory = scratch.place() / f"crashlab-prefect-pid{os.getppid()}-server"
     directory.mkdir(exist_ok=True)
     return f"http://{sidecar.address(directory, __name__, NAME, PATIENCE)}/api"
 
