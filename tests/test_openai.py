@@ -82,6 +82,15 @@ def test_points_lists_where_a_runtime_s_search_falls_too(cli):
     assert rows["accepted", 3]["tracker"] == ["issue #1 (A)", "issue #2 (B)", "comment #1 on #1 (C)"]
 
 
+def test_points_tells_what_a_runtime_s_run_directory_holds_at_each_point(cli):
+    """A runtime keeps no crashlab checkpoint: what is on disk at a point is its own files, copied with the
+    process stopped there ("nothing" at every point, until this said so)."""
+    code, out, _ = cli("points", "openai-plain", "--format", "json")
+    kept = [row["checkpoint"] for row in json.loads(out)]
+    assert code == 0 and all("session.sqlite" in files for files in kept[1:]), kept
+    assert len(set(kept)) > 2  # the session grows as the run goes
+
+
 def test_sweep_loop_openai_needs_kill(cli):
     code, out, err = cli("sweep", "--loop", "openai")
     assert (code, out) == (2, "") and "openai-plain runs only under the forked runner (--kill)" in err

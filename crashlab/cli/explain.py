@@ -14,6 +14,7 @@ from crashlab.job import shown
 from crashlab.loops import VARIANTS
 from crashlab.report import story as stories
 from crashlab.runners import RunnerSpec
+from crashlab.runners.forked import shares
 
 
 @click.command()
@@ -59,17 +60,28 @@ def points(slug: str, job_spec: str, fmt: str) -> None:
     """List the crash points of SLUG's uninterrupted run.
 
     Each point: its index (the I of scenario SLUG:I), its label and which occurrence of that label it
-    is, where it falls (turn, call, tool), and what is durable there: the checkpoint on disk and the
-    tracker's records. A crash at that point leaves exactly this for the restart. In text, each line is
-    cut to the terminal's width (…); --format json gives every record in full.
+    is, where it falls (turn, call, tool), and what is durable there: the checkpoint on disk (for an
+    agent runtime, the files of its run directory, copied with the process stopped at the point; '-'
+    for one that keeps its state on a server) and the tracker's records. A crash at that point leaves
+    exactly this for the restart. In text, each line is cut to the terminal's width (…); --format json
+    gives every record in full.
     """
     if slug not in VARIANTS:
         raise ScenarioError(f"unknown variant {shown(slug)} (valid: {', '.join(VARIANTS)})")
     variant = VARIANTS[slug]
     job = open_job(job_spec)
     check_handles(job, [variant])
+    setup = Setup(variant, job)
     with RunnerSpec("in-process" if "in-process" in variant.runners else "forked").open() as runner:
-        rows = stories.point_rows(runner.scenario(Setup(variant, job), ()))
+        if variant.keeps_checkpoint:
+            rows = stories.point_rows(runner.scenario(setup, ()))
+        elif shares(setup):  # a runtime's own files: stopped at each point, its run directory copied
+            run = runner.life(setup, None, (), (), watch=True)
+            rows = stories.point_rows(run, [stories.files_summary(left.state.files)
+                                            for (left,), in run.deaths or () if left.state is not None])
+        else:  # kept where no copy reaches (a runtime's server), or by a loop of yours
+            run = runner.scenario(setup, ())
+            rows = stories.point_rows(run, [None] * len(run.points.points(1)))
     if fmt == "json":
         click.echo(json.dumps(rows, indent=2))
         return
@@ -83,7 +95,7 @@ def point_lines(rows: list[dict], width: int) -> list[str]:
     ends the line and is cut at the width, so the output grows linearly with the points.
     """
     cells = [(str(r["index"]), f"{r['label']} #{r['occurrence']}", r["where"],
-              f"{r['checkpoint']} | {', '.join(r['tracker']) or '-'}") for r in rows]
+              f"{r['checkpoint'] or '-'} | {', '.join(r['tracker']) or '-'}") for r in rows]
     heads = ("#", "point", "where", "on disk | tracker")
     widths = [max(len(c[k]) for c in [heads, *cells]) for k in range(3)]
 

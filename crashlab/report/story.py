@@ -10,7 +10,7 @@ it ran under are part of it.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -101,9 +101,12 @@ class Replay:
         return [describe(r) for r in self.records[: self.applied]]
 
 
-def point_rows(run: ScenarioRun) -> list[dict[str, Any]]:
-    """Each crash point of process 1, where it falls, and what is durable when it is reached."""
-    replay, seen, rows = Replay(run.world.tracker.records), Counter[str](), []
+def point_rows(run: ScenarioRun, kept: list[str | None] | None = None) -> list[dict[str, Any]]:
+    """Each crash point of process 1, where it falls, and what is durable when it is reached: crashlab's
+    checkpoint, or for a loop that keeps files of its own (a runtime), `kept`, what its run directory held
+    there (None where nothing copied it)."""
+    replay, seen = Replay(run.world.tracker.records), Counter[str]()
+    rows: list[dict[str, Any]] = []
     for event in run.points.events:
         replay.step(event)
         if event.kind == "point" and event.process == 1:
@@ -116,10 +119,20 @@ def point_rows(run: ScenarioRun) -> list[dict[str, Any]]:
                 "call": event.where.call,
                 "tool": event.where.tool,
                 "where": str(event.where),
-                "checkpoint": summary(replay.durable),
+                "checkpoint": summary(replay.durable) if kept is None else kept[len(rows)],
                 "tracker": replay.tracker(),
             })
     return rows
+
+
+def files_summary(files: Iterable[tuple[str, bytes]]) -> str:
+    """A run directory's files as one line: each file's path and size."""
+    return ", ".join(f"{name} {size(len(data))}" for name, data in files) or "no file"
+
+
+def size(n: int) -> str:
+    """A file's size as people read it."""
+    return f"{n} B" if n < 1024 else f"{n / 1024:.0f} KiB" if n < 1024 * 1024 else f"{n / 1024 / 1024:.1f} MiB"
 
 
 #: Notes that say what the next crash point means; they are printed on that point's line.

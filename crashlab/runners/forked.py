@@ -257,6 +257,7 @@ class Forked:
         if start is not None:
             assert isinstance(start.state, OnDisk), "a restart of a real process starts from files"
             for name, data in start.state.raw():
+                (directory / name).parent.mkdir(parents=True, exist_ok=True)
                 (directory / name).write_bytes(data)
             if outside is not None:
                 assert start.state.service is not None, "a served loop's snapshot holds its service's rows"
@@ -303,9 +304,10 @@ def shares(setup: Setup) -> bool:
 
 
 def on_disk(directory: Path, setup: Setup, outside: Outside | None = None, raw: bool = True) -> OnDisk:
-    """What a death now would leave: every file of the run directory byte for byte (unless not `raw`), their
-    content as a value, and a served loop's service, row by row."""
-    files = tuple(sorted((p.name, p.read_bytes()) for p in directory.iterdir() if p.is_file())) if raw else ()
+    """What a death now would leave: every file of the run directory, in subdirectories too, byte for byte (unless
+    not `raw`), their content as a value, and a served loop's service, row by row."""
+    files = tuple((p.relative_to(directory).as_posix(), p.read_bytes()) for p in sorted(directory.rglob("*"))
+                  if p.is_file()) if raw else ()
     if outside is None:
         return OnDisk.taken(files_of(directory, setup), read_world(directory, setup), files)
     dumped = outside.dump()
