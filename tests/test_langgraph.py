@@ -23,9 +23,11 @@ def swept(triage):
     return {sweep.name: sweep for sweep in sweep_family("langgraph", triage)}
 
 
-@pytest.mark.parametrize("slug", ["langgraph-plain", "langgraph-v1"])
+@pytest.mark.parametrize("slug", ["langgraph-plain", "langgraph-v1", "langgraph-subgraph"])
 def test_a_plain_agent_duplicates_only_between_the_commit_and_the_save_of_the_tool_result(swept, slug):
-    """Tool node v2 saves each call's result on its own, v1 the reply's together: the same windows, other points."""
+    """Tool node v2 saves each call's result on its own, v1 the reply's together: the same windows, other points.
+    As a subgraph, its results are saved under the subgraph's namespace, and a restart reuses them there too
+    (LangGraph #6792 reported a resumed subgraph re-running its earlier tasks)."""
     plain = swept[slug]
     assert len(plain.points) == len(plain.scenarios) > 30 and plain.flaky == 0
     steps, step = [], None  # each tool step: from its first tracker commit to the next model call
@@ -65,7 +67,7 @@ def test_sweep_loop_langgraph_needs_kill_and_prints_every_row(cli):
     code, out, err = cli("sweep", "--loop", "langgraph", "--kill", "--depth", "1", "--format", "json")
     rows = {row["variant"]: row for row in json.loads(out)}
     assert code == 0 and set(rows) == {"langgraph-plain", "langgraph-keyed", "langgraph-v1", "langgraph-exit",
-                                       "langgraph-parallel"}
+                                       "langgraph-parallel", "langgraph-subgraph"}
     keyed = rows["langgraph-keyed"]
     assert rows["langgraph-plain"]["dups"] > 0 and keyed["dups"] == keyed["missing"] == 0
 

@@ -31,6 +31,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import InjectedToolCallId, tool
 from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import create_react_agent
 
 import crashlab
@@ -118,6 +119,9 @@ class Setting:
     #: One task at a time (``max_concurrency=1``), or LangGraph's default: a reply's calls on a thread pool,
     #: at once, which the harness schedules (`crashlab.engine.schedule`).
     parallel: bool = False
+    #: The agent as a subgraph: a node of a parent graph, saved by the parent's checkpointer under the
+    #: subgraph's namespace (LangGraph #6792: resuming a subgraph re-ran the tasks before an interrupt).
+    subgraph: bool = False
 
 
 #: The rows (`crashlab.loops.LANGGRAPH` names them): the agent as a user writes it (LangGraph's
@@ -129,6 +133,7 @@ SETTINGS = {
     "langgraph-v1": Setting(version="v1"),
     "langgraph-exit": Setting(durability="exit"),
     "langgraph-parallel": Setting(parallel=True),
+    "langgraph-subgraph": Setting(subgraph=True),
 }
 
 
@@ -138,8 +143,12 @@ def entry(slug: str, run: Run) -> None:
     assert run.directory is not None, "LangGraph runs only forked, in a run directory"
     connection = sqlite3.connect(run.directory / "graph.sqlite", check_same_thread=False)
     try:
-        graph = create_react_agent(ScriptedModel(job=job), tools(setting.keyed),
-                                   checkpointer=KilledSaver(connection), version=setting.version)
+        saver = KilledSaver(connection)
+        graph = create_react_agent(ScriptedModel(job=job), tools(setting.keyed), version=setting.version,
+                                   checkpointer=None if setting.subgraph else saver)
+        if setting.subgraph:
+            graph = StateGraph(MessagesState).add_node("agent", graph).add_edge(START, "agent").compile(
+                checkpointer=saver)
         config: RunnableConfig = {"configurable": {"thread_id": THREAD}}
         if not setting.parallel:
             config["max_concurrency"] = 1
