@@ -54,6 +54,12 @@ class Variant:
     #: All it keeps outlives a death in its run directory, beside the world crashlab holds: so a copy of them
     #: is what a death leaves, and a sweep killed for real may restart from copies (`runners.forked.shares`).
     kept_in_directory: bool = True
+    #: Columns of its databases that it stamps with a clock or a random ID and never acts on, as (table, column):
+    #: left out of its durable state's content, so states equal but for them are one (`crashlab.durable.content`).
+    volatile: frozenset[tuple[str, str]] = frozenset()
+    #: A pattern of the values it mints afresh in each process (random IDs, clock readings) and acts on only by
+    #: equality and order: renamed in its durable state's content, so states equal up to them are one.
+    minted: bytes = b""
     in_all: bool = True  # one of its family's variants that `--variant all` names
     effects: tuple[str, ...] | None = None  # what it means to do once each, if not the job's changing calls
     #: A loop whose tools call crashlab's service (`crashlab.service`): the effects it means, by what they

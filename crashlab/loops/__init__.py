@@ -51,7 +51,8 @@ def _agent(agent: Agent) -> Variant:
 def _runtime(runtime: Runtime, slug: str, name: str) -> Variant:
     return Variant(slug, name, runtime.name, Adapter(runtime.name, slug), table="loop", runners=frozenset({"forked"}),
                    keeps_checkpoint=False, extra=f"crashlab[{runtime.name}]", serves_job=True,
-                   scheduled=slug in runtime.scheduled, kept_in_directory=runtime.kept_in_directory)
+                   scheduled=slug in runtime.scheduled, kept_in_directory=runtime.kept_in_directory,
+                   volatile=runtime.volatile, minted=runtime.minted)
 
 
 #: Every variant a scenario ID can name, by slug.

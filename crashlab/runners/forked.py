@@ -32,8 +32,9 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from crashlab.durable.content import content
 from crashlab.durable.state import Durable, OnDisk
-from crashlab.durable.store import FileStore
+from crashlab.durable.store import Files, FileStore
 from crashlab.engine.death import Choice, Left, chosen
 from crashlab.engine.points import Crash, Event, Recorder, Where, recording
 from crashlab.engine.run import Run
@@ -60,6 +61,8 @@ if TYPE_CHECKING:
 
 #: Files of a run directory that are the harness's own, not the loop's state.
 HARNESS_FILES = ("lock", "checkpoint.json.tmp")
+#: The world's database, as SQLite keeps it: crashlab's, not the loop's.
+WORLD_FILES = tuple(f"{TRACKER_FILE}{suffix}" for suffix in ("", "-wal", "-shm", "-journal"))
 
 
 def die(group: bool = False) -> None:
@@ -306,12 +309,12 @@ def shares(setup: Setup) -> bool:
 def on_disk(directory: Path, setup: Setup, outside: Outside | None = None, raw: bool = True) -> OnDisk:
     """What a death now would leave: every file of the run directory, in subdirectories too, byte for byte (unless
     not `raw`), their content as a value, and a served loop's service, row by row."""
-    files = tuple((p.relative_to(directory).as_posix(), p.read_bytes()) for p in sorted(directory.rglob("*"))
-                  if p.is_file()) if raw else ()
+    files = every_file(directory)
+    kept, files = files_of(directory, setup, files), files if raw else ()
     if outside is None:
-        return OnDisk.taken(files_of(directory, setup), read_world(directory, setup), files)
+        return OnDisk.taken(kept, read_world(directory, setup), files)
     dumped = outside.dump()
-    return OnDisk.taken(files_of(directory, setup), served_world(setup, dumped.state()), files, dumped)
+    return OnDisk.taken(kept, served_world(setup, dumped.state()), files, dumped)
 
 
 def live(setup: Setup, points: Recorder, directory: Path, env: Mapping[str, str] | None = None,
@@ -466,15 +469,22 @@ def read_world(directory: Path, setup: Setup) -> WorldState:
         return world_in(db, setup.job, Recorder(), setup.variant.tracker, desk=setup.variant.desk).state()
 
 
-def files_of(directory: Path, setup: Setup) -> tuple[tuple[str, bytes], ...]:
-    """What the loop keeps in `directory`, as a value: crashlab's checkpoint, or every file a loop of yours (or a
-    runtime) made, in subdirectories too (by its path in `directory`), as the Microsoft Agent Framework keeps its
-    checkpoints and Prefect its results."""
+def files_of(directory: Path, setup: Setup, files: Files | None = None) -> Files:
+    """What the loop keeps in `directory` (whose `files` these are, if read already), as a value: crashlab's
+    checkpoint, or the content of every file a loop of yours (or a runtime) made, in subdirectories too (by its
+    path in `directory`), as the Microsoft Agent Framework keeps its checkpoints and Prefect its results: a
+    database as what a restart reads in it, not its pages (`crashlab.durable.content`)."""
     if setup.variant.keeps_checkpoint:
         return FileStore(directory, Recorder(), sync="none").files()
-    skip = {*HARNESS_FILES, TRACKER_FILE, f"{TRACKER_FILE}-wal", f"{TRACKER_FILE}-shm"}
-    kept = ((p.relative_to(directory).as_posix(), p) for p in sorted(directory.rglob("*")) if p.is_file())
-    return tuple((name, p.read_bytes()) for name, p in kept if name not in skip)
+    theirs = ((name, data) for name, data in (every_file(directory) if files is None else files)
+              if name not in HARNESS_FILES and name not in WORLD_FILES)
+    return content(theirs, setup.variant.volatile, setup.variant.minted)
+
+
+def every_file(directory: Path) -> Files:
+    """Every file in `directory` and its subdirectories, by its path there, with its bytes."""
+    return tuple((p.relative_to(directory).as_posix(), p.read_bytes()) for p in sorted(directory.rglob("*"))
+                 if p.is_file())
 
 
 #: A scenario's run directory, and the power-cut layer it sits on, if its machine's power is cut at each death.

@@ -31,9 +31,14 @@ class Runtime:
     notes: dict[str, str] = field(default_factory=dict)  # slug -> why that row exists (a setting, a key)
     #: The rows that run a reply's tool calls on threads, which the harness schedules (`crashlab.engine.schedule`).
     scheduled: frozenset[str] = frozenset()
-    #: Whether all it keeps is in files at the top of the run directory (checked by a sweep shared and not
-    #: agreeing scenario by scenario), so a sweep killed for real may restart it from copies of them.
+    #: Whether all it keeps is in files of the run directory (checked by a sweep shared and not agreeing
+    #: scenario by scenario), so a sweep killed for real may restart it from copies of them.
     kept_in_directory: bool = False
+    #: Columns of its databases that it stamps with a clock or a random ID and never acts on, as (table, column);
+    #: checked as `kept_in_directory` is (`Variant.volatile`).
+    volatile: frozenset[tuple[str, str]] = frozenset()
+    #: A pattern of the values it mints afresh and acts on only by equality and order (`Variant.minted`).
+    minted: bytes = b""
 
     def version(self) -> str | None:
         """The installed version, or None when its extra is not installed."""
