@@ -1,5 +1,6 @@
 """LangGraph (`crashlab[langgraph]`): a ReAct agent on a file-backed `SqliteSaver`; the loop is in `loop`."""
 
+from crashlab.durable.content import ISO_TIME, UUID
 from crashlab.runtimes import Runtime
 
 RUNTIME = Runtime(
@@ -23,5 +24,9 @@ RUNTIME = Runtime(
     guarantee="To make the most of durable execution, ensure that your workflow is designed to be deterministic "
               "and idempotent and wrap any side effects or non-deterministic operations inside tasks.",
     kept_in_directory=True,
+    # What each process draws afresh: checkpoint, task and message IDs, the checkpoints' times, and the random
+    # part of each channel version (SqliteSaver's get_next_version: the step, kept, then random.random(), whose
+    # digits vary in number, so the msgpack length byte before it goes too).
+    minted=b"|".join((UUID, ISO_TIME, rb"(?:\xd9.)?(?P<keep>[0-9]{32}\.)0\.[0-9]+")),
     source="https://docs.langchain.com/oss/python/langgraph/durable-execution",
 )

@@ -1,6 +1,8 @@
 """Pydantic AI (`crashlab[pydanticai]`): an agent keeping its conversation, or durable with DBOS (the loop: `loop`)."""
 
+from crashlab.durable.content import ISO_TIME, UUID
 from crashlab.runtimes import Runtime
+from crashlab.runtimes.dbos import STAMPS
 
 RUNTIME = Runtime(
     name="pydanticai", title="Pydantic AI", distribution="pydantic-ai-slim",
@@ -18,5 +20,9 @@ RUNTIME = Runtime(
     },
     guarantee="Steps may perform I/O (network, disk, API calls). If a step fails, it restarts from the beginning.",
     kept_in_directory=True,
+    volatile=STAMPS,  # its durable rows are DBOS's, over the same tables
+    # Each message's time and how long its model call took, and the IDs of the run and the conversation. (Not
+    # the times DBOS pickles into its step outputs: those rows stay distinct.)
+    minted=b"|".join((UUID, ISO_TIME, rb"(?<=\"duration\":\")PT[0-9.]+S")),
     source="https://ai.pydantic.dev/durable_execution/dbos/",
 )
