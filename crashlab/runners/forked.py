@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from crashlab.durable.checkpoint import Checkpoint
 from crashlab.durable.content import content
 from crashlab.durable.state import Durable, OnDisk
 from crashlab.durable.store import Files, FileStore
@@ -237,10 +238,7 @@ class Forked:
             if points.process == len(crashes):  # the last death: where the last process starts, as sharing sees it
                 start = Left(on_disk(directory, setup, outside, raw=False) if outside and shares(setup) else
                              Durable(files_of(directory, setup), world_now()))
-        world = World.new(setup.job, points, setup.variant.tracker, desk=setup.variant.desk)
-        world.restore(world_now())
-        store = FileStore(directory, points, sync="none")
-        final = check_finished(points, store) if setup.variant.keeps_checkpoint else None
+        world, store, final = ended(setup, points, directory, world_now(), stuck)
         # What a death at each point leaves: a crash's one state, or the states the service's faults make of it.
         one: list[Iterable[Left]] = [(Left(None),)]
         deaths = [one if outside is None else outside.left(point) for point in points.points(points.process)] \
@@ -278,12 +276,21 @@ class Forked:
                 raise  # the first process fails by itself: not deterministic, or broken
             stuck = failed.why  # it cannot go on in what the death left: an outcome, as `scenario` counts it
             points.note("failed", failed.why)
-        world = World.new(setup.job, points, setup.variant.tracker, desk=setup.variant.desk)
-        world.restore(read_world(directory, setup) if outside is None else outside.state())
-        store = FileStore(directory, points, sync="none")
-        final = check_finished(points, store) if stuck is None and setup.variant.keeps_checkpoint else None
+        world, store, final = ended(setup, points, directory,
+                                    read_world(directory, setup) if outside is None else outside.state(), stuck)
         return ScenarioRun(setup, crashes, choices, points, world, store, final, stuck is None, start, stuck, (),
                            deaths if watch else None)
+
+
+def ended(setup: Setup, points: Recorder, directory: Path, left: WorldState,
+          stuck: str | None) -> tuple[World, FileStore, Checkpoint | None]:
+    """What a scenario's last process left: the world as `left` holds it, the run directory's store, and the
+    checkpoint it finished with (for a loop that keeps crashlab's, and went on to the end)."""
+    world = World.new(setup.job, points, setup.variant.tracker, desk=setup.variant.desk)
+    world.restore(left)
+    store = FileStore(directory, points, sync="none")
+    final = check_finished(points, store) if stuck is None and setup.variant.keeps_checkpoint else None
+    return world, store, final
 
 
 def warm(setup: Setup) -> None:
