@@ -221,7 +221,7 @@ def main() -> None:
         kill = ("--loop", loop, "--kill", "--depth", depth, "--workers", "2")
         seconds, peak, rows = sweep_rows(*kill, repeat=1)
         again, again_peak, replayed = sweep_rows(*kill, "--no-share", repeat=1)
-        states = ("distinct", "windows")  # counted by the files' bytes, which a runtime stamps anew in every run
+        states = ("distinct", "windows")  # a runtime may stamp values into its files that it does not name as stamps
         assert [{k: v for k, v in row.items() if k not in states} for row in rows] == \
             [{k: v for k, v in row.items() if k not in states} for row in replayed], "sharing changed a count"
         n = sum(row["scenarios"] for row in rows)
