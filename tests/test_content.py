@@ -113,3 +113,13 @@ def test_a_database_no_restart_could_open_is_still_a_state_and_not_an_error(tmp_
     broken = content([("db.sqlite", torn)])
     assert broken != content(every_file(at)) and broken == content([("db.sqlite", torn)])
     shutil.rmtree(at)
+
+
+def test_a_dropped_value_is_left_out_and_a_kept_part_stays_beside_its_new_name(tmp_path):
+    """A value whose presence is a race (`drop`) counts for nothing; the step of a channel version (`keep`) counts,
+    its random part does not."""
+    minted = rb"(?P<drop>id=[0-9a-f]{4};)|(?P<keep>v[0-9]+\.)[0-9]{2,4}"
+    assert content([("f", b"x id=beef;v1.123 v2.45")], minted=minted) == \
+        content([("f", b"x v1.9876 v2.01")], minted=minted)
+    assert content([("f", b"x v1.9876 v2.01")], minted=minted) != content([("f", b"x v1.9876 v3.01")], minted=minted)
+    assert content([("f", b"v1.11 v1.11")], minted=minted) != content([("f", b"v1.11 v1.22")], minted=minted)

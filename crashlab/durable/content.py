@@ -66,7 +66,9 @@ class Renaming:
 
     Renamed inside each value, before the value is encoded, so that the length of what was drawn (a random
     fraction's digits) is not left behind in a length prefix. A pattern's group ``keep`` is kept beside the
-    new name: the part of a minted value that is not drawn (a channel version's step).
+    new name: the part of a minted value that is not drawn (a channel version's step). A match of its group
+    ``drop`` is left out, unnamed: a value whose very presence is a race (a message ID that another thread
+    may or may not have set before the message was serialized).
     """
 
     def __init__(self, minted: Minted):
@@ -81,8 +83,10 @@ class Renaming:
         return self.pattern.sub(self.name, value)
 
     def name(self, found: re.Match[bytes]) -> bytes:
-        kept = found.groupdict().get("keep") or b""
-        return kept + self.names.setdefault(found[0], b"<%d>" % len(self.names))
+        groups = found.groupdict()
+        if groups.get("drop") is not None:
+            return b""
+        return (groups.get("keep") or b"") + self.names.setdefault(found[0], b"<%d>" % len(self.names))
 
 
 def dump(name: str, files: Mapping[str, bytes], volatile: Volatile, rename: Renaming) -> bytes:

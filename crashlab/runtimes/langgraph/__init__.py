@@ -26,7 +26,11 @@ RUNTIME = Runtime(
     kept_in_directory=True,
     # What each process draws afresh: checkpoint, task and message IDs, the checkpoints' times, and the random
     # part of each channel version (SqliteSaver's get_next_version: the step, kept, then random.random(), whose
-    # digits vary in number, so the msgpack length byte before it goes too).
-    minted=b"|".join((UUID, ISO_TIME, rb"(?:\xd9.)?(?P<keep>[0-9]{32}\.)0\.[0-9]+")),
+    # digits vary in number, so the msgpack length byte before it goes too). A message's own ID is left out: a
+    # kill finds a tool's message in the saved writes with its ID or without, from run to run (likely the write
+    # serialized on a background thread while add_messages gives the same object its ID; a restart gives one to a
+    # message without), and with it the length in the header of the msgpack extension that holds the message.
+    minted=b"(?s)" + b"|".join((rb"(?P<drop>\xa2id(?:\xd9\$" + UUID + rb"|\xc0)|\xc7.(?=\x05)|\xc8..(?=\x05))",
+                                UUID, ISO_TIME, rb"(?:\xd9.)?(?P<keep>[0-9]{32}\.)0\.[0-9]+")),
     source="https://docs.langchain.com/oss/python/langgraph/durable-execution",
 )
