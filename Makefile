@@ -32,9 +32,7 @@ $(CREWAI): pyproject.toml
 # tools call it too, at depth 1 (results/frameworks/); every installed agent runtime's table
 # (results/frameworks/frameworks.txt); and the pictures of both sweeps.
 # Every file it writes is the same on every run, so a sweep of an unchanged checkout leaves git with
-# nothing to commit; but for the `distinct` column of LangGraph's fault tables (results/frameworks/langgraph/),
-# which can differ by a state or two: a killed LangGraph process leaves, from run to run, states that differ in
-# more than the stamps crashlab leaves out (docs/explanation/prefix-sharing.md).
+# nothing to commit.
 sweep: $(INSTALLED)
 	$(BIN)/crashlab sweep --variant all --check results/book.txt --out results
 	$(BIN)/crashlab sweep --loop agent --tracker all --check results/agent/golden.txt --out results/agent

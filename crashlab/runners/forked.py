@@ -237,7 +237,7 @@ class Forked:
                        if points.process <= len(choices) else (), points)
             if points.process == len(crashes):  # the last death: where the last process starts, as sharing sees it
                 start = Left(on_disk(directory, setup, outside, raw=False) if outside and shares(setup) else
-                             Durable(files_of(directory, setup), world_now()))
+                             Durable(files_of(directory, setup, by_content=False), world_now()))
         world, store, final = ended(setup, points, directory, world_now(), stuck)
         # What a death at each point leaves: a crash's one state, or the states the service's faults make of it.
         one: list[Iterable[Left]] = [(Left(None),)]
@@ -314,10 +314,11 @@ def shares(setup: Setup) -> bool:
 
 
 def on_disk(directory: Path, setup: Setup, outside: Outside | None = None, raw: bool = True) -> OnDisk:
-    """What a death now would leave: every file of the run directory, in subdirectories too, byte for byte (unless
-    not `raw`), their content as a value, and a served loop's service, row by row."""
+    """What a death now would leave: every file of the run directory, in subdirectories too, byte for byte, and
+    their content as a value (`raw`, for a restart from a copy); or, not `raw`, what a re-executed scenario's last
+    death left, its files' bytes as the value (`files_of`); and a served loop's service, row by row."""
     files = every_file(directory)
-    kept, files = files_of(directory, setup, files), files if raw else ()
+    kept, files = files_of(directory, setup, files, by_content=raw), files if raw else ()
     if outside is None:
         return OnDisk.taken(kept, read_world(directory, setup), files)
     dumped = outside.dump()
@@ -476,16 +477,21 @@ def read_world(directory: Path, setup: Setup) -> WorldState:
         return world_in(db, setup.job, Recorder(), setup.variant.tracker, desk=setup.variant.desk).state()
 
 
-def files_of(directory: Path, setup: Setup, files: Files | None = None) -> Files:
+def files_of(directory: Path, setup: Setup, files: Files | None = None, by_content: bool = True) -> Files:
     """What the loop keeps in `directory` (whose `files` these are, if read already), as a value: crashlab's
-    checkpoint, or the content of every file a loop of yours (or a runtime) made, in subdirectories too (by its
-    path in `directory`), as the Microsoft Agent Framework keeps its checkpoints and Prefect its results: a
-    database as what a restart reads in it, not its pages (`crashlab.durable.content`)."""
+    checkpoint, or every file a loop of yours (or a runtime) made, in subdirectories too (by its path in
+    `directory`), as the Microsoft Agent Framework keeps its checkpoints and Prefect its results.
+
+    `by_content`, a database is what a restart reads in it, not its pages (`crashlab.durable.content`): so a
+    shared sweep, whose states are copies taken with the process stopped, restarts once for each. Not
+    `by_content`, each file is its bytes: a re-executed sweep's states are what killed processes left, and a
+    runtime's left content varies from run to run where it races (in what the stamps it names do not cover),
+    so a count of them could differ between two sweeps of one job; by bytes, each such state is its own."""
     if setup.variant.keeps_checkpoint:
         return FileStore(directory, Recorder(), sync="none").files()
-    theirs = ((name, data) for name, data in (every_file(directory) if files is None else files)
-              if name not in HARNESS_FILES and name not in WORLD_FILES)
-    return content(theirs, setup.variant.volatile, setup.variant.minted)
+    theirs = [(name, data) for name, data in (every_file(directory) if files is None else files)
+              if name not in HARNESS_FILES and name not in WORLD_FILES]
+    return content(theirs, setup.variant.volatile, setup.variant.minted) if by_content else tuple(theirs)
 
 
 def every_file(directory: Path) -> Files:
