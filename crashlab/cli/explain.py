@@ -8,13 +8,14 @@ import shutil
 import click
 
 from crashlab.cli.options import check_handles, job_option, open_job, repeat_option, scheduled_option, your_setups
+from crashlab.durable.state import OnDisk
 from crashlab.engine.scenario import ScenarioError, Setup
 from crashlab.errors import BadInput
 from crashlab.job import shown
 from crashlab.loops import VARIANTS
 from crashlab.report import story as stories
 from crashlab.runners import RunnerSpec
-from crashlab.runners.forked import shares
+from crashlab.runners.forked import loops_own, shares
 
 
 @click.command()
@@ -77,8 +78,8 @@ def points(slug: str, job_spec: str, fmt: str) -> None:
             rows = stories.point_rows(runner.scenario(setup, ()))
         elif shares(setup):  # a runtime's own files: stopped at each point, its run directory copied
             run = runner.life(setup, None, (), (), watch=True)
-            rows = stories.point_rows(run, [stories.files_summary(left.state.files)
-                                            for (left,), in run.deaths or () if left.state is not None])
+            rows = stories.point_rows(run, [stories.files_summary(loops_own(left.state.raw()))
+                                            for (left,), in run.deaths or () if isinstance(left.state, OnDisk)])
         else:  # kept where no copy reaches (a runtime's server), or by a loop of yours
             run = runner.scenario(setup, ())
             rows = stories.point_rows(run, [None] * len(run.points.points(1)))

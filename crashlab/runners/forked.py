@@ -489,9 +489,13 @@ def files_of(directory: Path, setup: Setup, files: Files | None = None, by_conte
     so a count of them could differ between two sweeps of one job; by bytes, each such state is its own."""
     if setup.variant.keeps_checkpoint:
         return FileStore(directory, Recorder(), sync="none").files()
-    theirs = [(name, data) for name, data in (every_file(directory) if files is None else files)
-              if name not in HARNESS_FILES and name not in WORLD_FILES]
-    return content(theirs, setup.variant.volatile, setup.variant.minted) if by_content else tuple(theirs)
+    theirs = loops_own(every_file(directory) if files is None else files)
+    return content(theirs, setup.variant.volatile, setup.variant.minted) if by_content else theirs
+
+
+def loops_own(files: Iterable[tuple[str, bytes]]) -> Files:
+    """Those of a run directory's `files` that the loop made: not the harness's, not the world's database."""
+    return tuple((name, data) for name, data in files if name not in HARNESS_FILES and name not in WORLD_FILES)
 
 
 def every_file(directory: Path) -> Files:
