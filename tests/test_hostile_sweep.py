@@ -197,6 +197,18 @@ def test_a_full_scratch_space_is_one_line(args):
     assert_refused(done.returncode, done.stdout, done.stderr, "no space left for the sweep's scratch files")
 
 
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("unshare") is None, reason="mounts a tmpfs: needs root")
+def test_workers_that_kept_their_runners_open_leave_no_scratch_behind():
+    """A worker keeps its runner (its run directories, its service) from unit to unit, and closes it as it ends:
+    after a sweep of a served loop on two workers, /dev/shm (a tmpfs of the test's own) is as empty as before."""
+    command = shlex.join([sys.executable, "-m", "crashlab", "sweep", "--loop", "examples/http_loop.py:keyed",
+                          "--effects", "examples/http_loop.yaml", "--kill", "--depth", "1", "--workers", "2"])
+    done = subprocess.run(["unshare", "-m", "sh", "-c",
+                           f"mount -t tmpfs tmpfs /dev/shm && {command} > /dev/null && ls -A /dev/shm"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert (done.returncode, done.stdout) == (0, ""), done.stderr
+
+
 @pytest.fixture
 def elsewhere(tmp_path) -> Iterator[Path]:
     """A directory on another file system than tmp_path's (/dev/shm), removed afterwards."""

@@ -11,12 +11,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from crashlab.engine.parallel import close_runner, worker_runner
 from crashlab.engine.scenario import Setup
 from crashlab.engine.sweep import sweep, sweep_all
 from crashlab.engine.tree import Tally
 from crashlab.job import find_job
 from crashlab.loops import FAMILIES, VARIANTS
 from crashlab.loops.designs import DESIGNS
+from crashlab.runners import RunnerSpec
 
 from .helpers import swept
 from .strategies import jobs
@@ -104,6 +106,17 @@ def test_the_five_designs_have_the_counted_scenarios_at_every_depth(triage):
 @pytest.mark.parametrize("slug", IN_PROCESS)
 def test_the_shared_sweep_of_triage_at_depth_three_is_the_replayed_one(triage, slug):
     assert_equal(*both(slug, triage, depth=3))
+
+
+def test_a_worker_keeps_one_runner_from_unit_to_unit_until_another_kind_is_asked_for():
+    memory, files = RunnerSpec(), RunnerSpec(store="files")
+    try:
+        held = worker_runner(memory)
+        assert worker_runner(memory) is held
+        other = worker_runner(files)
+        assert other is not held and worker_runner(files) is other
+    finally:
+        close_runner()
 
 
 @pytest.mark.parametrize("share", [True, False])
