@@ -49,9 +49,10 @@ __all__ = ["Effect", "Effects", "Entry", "Run", "Swept", "Tracker", "YourService
 
 
 def loop(entry: Entry, effects: Effects, *, name: str = "loop", tracker: TrackerMode = "keyed",
-         service: YourService | None = None, scheduled: bool = False) -> Setup:
+         service: YourService | None = None, scheduled: bool = False, state_in_run_dir: bool = False) -> Setup:
     """Your loop as crashlab runs it (see `crashlab.loops.yours.setup`)."""
-    return yours.setup(entry, effects, name=name, tracker=tracker, service=service, scheduled=scheduled)
+    return yours.setup(entry, effects, name=name, tracker=tracker, service=service, scheduled=scheduled,
+                       state_in_run_dir=state_in_run_dir)
 
 
 @dataclass(frozen=True)
@@ -127,7 +128,7 @@ class Swept:
 
 def sweep(entry: Entry, effects: Effects, *, name: str = "loop", tracker: TrackerMode = "keyed",
           depth: int = 1, repeat: int = 1, baselines: int = 2, workers: int = 1,
-          service: YourService | None = None) -> Swept:
+          service: YourService | None = None, state_in_run_dir: bool = False) -> Swept:
     """Kill `entry` at every crash point it reaches (and its restarts, up to `depth`), and count each effect.
 
     `effects` are what the loop means to do, each once: by what each is (``{"A": {"issue": TITLE},
@@ -139,15 +140,18 @@ def sweep(entry: Entry, effects: Effects, *, name: str = "loop", tracker: Tracke
     flaky (`ok` is False, and it counts the worst it came to): one run of a loop with a race is one throw
     of its dice. With `service`, one of yours stands in for crashlab's
     (`crashlab.service.yours.YourService`: env, reset, records); the loop then dies only at its own
-    crash points.
+    crash points. With `state_in_run_dir`, your word that the loop keeps all it keeps in ``run.directory``,
+    each restart starts from a copy of what its death left there, and equal states restart once; the sweep
+    first checks your word at three crash points, and refuses the loop if a restart from a copy does
+    otherwise than the restart after the death (`crashlab.engine.copies`).
     """
     if depth < 1 or repeat < 1 or baselines < 1 or workers < 1:
         raise BadInput("depth, repeat, baselines and workers must be at least 1")
-    setup = loop(entry, effects, name=name, tracker=tracker, service=service)
+    setup = loop(entry, effects, name=name, tracker=tracker, service=service, state_in_run_dir=state_in_run_dir)
     if workers > 1:
         sendable(setup)
-    return Swept(sweep_setup(setup, RunnerSpec("forked"), depth=depth, share=False, workers=workers, repeat=repeat,
-                             strays_fail=False, baselines=baselines), depth, repeat)
+    return Swept(sweep_setup(setup, RunnerSpec("forked"), depth=depth, share=state_in_run_dir and repeat == 1,
+                             workers=workers, repeat=repeat, strays_fail=False, baselines=baselines), depth, repeat)
 
 
 def sendable(setup: Setup) -> None:

@@ -89,4 +89,6 @@ def test_a_service_without_the_hooks_or_with_effect_names_is_refused(tmp_path):
         sweep(triage, EFFECTS, service=Half())  # type: ignore[arg-type]
     with pytest.raises(BadInput, match="holds records, not effect names"):
         sweep(triage, ["A", "B"], service=IssuesDatabase(tmp_path / "issues.sqlite"))
+    with pytest.raises(BadInput, match="keeps its records where crashlab cannot copy them"):
+        sweep(triage, EFFECTS, service=IssuesDatabase(tmp_path / "issues.sqlite"), state_in_run_dir=True)
     assert isinstance(IssuesDatabase(tmp_path / "issues.sqlite"), YourService)

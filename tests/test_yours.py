@@ -14,6 +14,8 @@ import pytest
 from crashlab.api import sweep
 from crashlab.loops.yours import load
 
+from .helpers import same_but_states
+
 EFFECTS = "examples/http_loop.yaml"
 README = Path(__file__).resolve().parent.parent / "README.md"
 README_ROW = re.compile(r"^\| `http_loop\.py:(\w+)`[^|]*\| (\d+) \| (\d+) \| (\d+) \| (\d+) \| (\d+) \|$", re.M)
@@ -145,10 +147,45 @@ def test_an_uninterrupted_run_that_does_not_make_each_effect_once_is_refused_in_
     (["--loop", "examples/http_loop.py:plain", "--effects", EFFECTS, "--tracker", "all"], "is none of keyed"),
     (["--effects", EFFECTS], "--effects belongs to a loop of yours"),
     (["--loop", "no_such_module:main", "--effects", EFFECTS], "importing no_such_module failed"),
+    (["--state-in-run-dir"], "--state-in-run-dir is the word of a loop of yours"),
+    (["--loop", "dbos", "--kill", "--state-in-run-dir"], "--state-in-run-dir is the word of a loop of yours"),
 ])
 def test_a_loop_of_yours_given_wrong_is_refused_in_one_line(cli, args, says):
     code, out, err = cli("sweep", *args)
     assert (code, out) == (2, "") and says in err and err.count("\n") == 1, err
+
+
+def test_a_loop_that_keeps_all_in_its_run_directory_restarts_from_copies_and_counts_as_re_executed(cli):
+    """`--state-in-run-dir`: each restart starts from a copy of what its death left, each distinct state once, and
+    every count but the states' is what re-executing every scenario gives."""
+    loops = ["--loop", "examples/http_loop.py:plain,keyed,ladder", "--effects", EFFECTS, "--state-in-run-dir",
+             "--depth", "1", "--format", "json"]
+    code, shared, _ = cli("sweep", *loops)
+    again, replayed, _ = cli("sweep", *loops, "--no-share")
+    assert code == again == 0
+    states = ("distinct", "windows")
+    ours, theirs = json.loads(shared), json.loads(replayed)
+    assert [{k: v for k, v in row.items() if k not in states} for row in ours] == \
+        [{k: v for k, v in row.items() if k not in states} for row in theirs]
+    assert all(row["distinct"] < row["scenarios"] for row in ours)  # equal states restarted once
+    assert [row["dups"] > 0 for row in ours] == [True, False, False]
+
+
+def test_a_loop_that_keeps_its_state_outside_its_run_directory_is_refused_not_trusted(cli, tmp_path, monkeypatch):
+    """A loop whose progress is in a file named after its run directory, elsewhere: a restart from a copy of the
+    directory finds none, where the restart after the death does. Re-executed, it sweeps as it is."""
+    monkeypatch.setenv("OUTSIDE_LOOP_STATE", str(tmp_path))
+    effects = effects_file(tmp_path, """\
+        A: {issue: Login fails on Safari}
+        B: {issue: Export times out}
+    """)
+    loop = ["--loop", "tests/outside_loop.py:triage", "--effects", effects]
+    code, out, err = cli("sweep", *loop, "--state-in-run-dir")
+    assert (code, out) == (2, "") and err.count("\n") == 1, err
+    assert "triage keeps state outside its run directory: restarted after a death at its point 2" in err
+    assert "sweep it without --state-in-run-dir" in err
+    code, out, _ = cli("sweep", *loop, "--format", "json")
+    assert code == 0 and json.loads(out)[0]["with_dups"] == 5
 
 
 def test_a_loop_file_that_fails_to_import_is_named_with_its_error(cli, tmp_path):
@@ -174,6 +211,17 @@ def test_the_python_api_sweeps_a_served_loop_by_its_effects_as_the_cli_does(tmp_
     plain = sweep(http_loop.plain, {"A": {"issue": "Login fails on Safari"}, "B": {"issue": "Export times out"},
                                     "C": {"comment": "A"}}, name="plain", depth=1)
     assert not plain.ok and plain.dups == 6 and len(plain.failures()) == 3
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("entry", ["plain", "keyed", "ladder"])
+def test_the_api_sweep_from_copies_agrees_scenario_by_scenario_with_re_executing_at_depth_2(entry):
+    from examples import http_loop
+
+    effects = {"A": {"issue": "Login fails on Safari"}, "B": {"issue": "Export times out"}, "C": {"comment": "A"}}
+    shared = sweep(getattr(http_loop, entry), effects, name=entry, depth=2, state_in_run_dir=True)
+    same_but_states(shared, sweep(getattr(http_loop, entry), effects, name=entry, depth=2))
+    assert shared.row().distinct < shared.row().scenarios
 
 
 @pytest.mark.slow

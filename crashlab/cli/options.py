@@ -83,7 +83,7 @@ scheduled_option = click.option(
 
 
 def your_setups(loop: str, effects_file: str | None, tracker: str | None, variant: str | None,
-                scheduled: bool = False) -> list[Setup]:
+                scheduled: bool = False, state_in_run_dir: bool = False) -> list[Setup]:
     """`--loop FILE.py:ENTRY --effects FILE`: your loop against the service, the tracker mode `--tracker` names."""
     if effects_file is None:
         raise BadInput(f"--loop {loop} needs --effects FILE: what it means to do once each, by what it is "
@@ -95,21 +95,24 @@ def your_setups(loop: str, effects_file: str | None, tracker: str | None, varian
                        f"{', '.join(TRACKER_MODES)}")
     job, entries = yours.load(loop)
     effects = yours.read_effects(effects_file)
-    return [yours.setup(entry, effects, name=slug, tracker=tracker or "keyed", job=job, scheduled=scheduled)
-            for slug, entry in entries]
+    return [yours.setup(entry, effects, name=slug, tracker=tracker or "keyed", job=job, scheduled=scheduled,
+                        state_in_run_dir=state_in_run_dir) for slug, entry in entries]
 
 
-def choose(job_spec: str, loop: str | None, variant: str | None, tracker: str | None,
-           effects_file: str | None, scheduled: bool = False) -> tuple[Job, list[Variant]]:
+def choose(job_spec: str, loop: str | None, variant: str | None, tracker: str | None, effects_file: str | None,
+           scheduled: bool = False, state_in_run_dir: bool = False) -> tuple[Job, list[Variant]]:
     """The job and the variants a command runs: crashlab's, as `choose_variants` picks them, or yours."""
     if loop is not None and yours.is_yours(loop):
         if click.get_current_context().get_parameter_source("job_spec") is not click.core.ParameterSource.DEFAULT:
             raise BadInput(f"--loop {loop} is its own script: --job gives crashlab's loops theirs (drop --job)")
-        setups = your_setups(loop, effects_file, tracker, variant, scheduled)
+        setups = your_setups(loop, effects_file, tracker, variant, scheduled, state_in_run_dir)
         return setups[0].job, [s.variant for s in setups]
     if effects_file is not None:
         raise BadInput("--effects belongs to a loop of yours (--loop FILE.py:ENTRY); crashlab's loops take their "
                        "effects from the job")
+    if state_in_run_dir:
+        raise BadInput("--state-in-run-dir is the word of a loop of yours (--loop FILE.py:ENTRY); crashlab's loops "
+                       "and the runtimes restart from copies where their tests showed they may")
     if scheduled:
         already = ", ".join(slug for slug, v in VARIANTS.items() if v.scheduled)
         raise BadInput("--scheduled belongs to a loop of yours (--loop FILE.py:ENTRY); crashlab's rows that run "

@@ -94,13 +94,18 @@ LISTS = {
               help="With --fault interleave, the most schedules of the threads to run, the default's included: each "
                    "departs from the default at one decision, those that preempt no thread first (CHESS's order). "
                    "The table says how many it ran of how many there were.")
+@click.option("--state-in-run-dir", is_flag=True,
+              help="For a loop of yours: your word that it keeps all it keeps in CRASHLAB_RUN_DIR (and crashlab's "
+                   "service), so its restarts may start from copies of what each death left, each distinct state "
+                   "once. Checked first: at its first, middle and last crash point, a restart from a copy must do "
+                   "what the restart after the death does, or the sweep is refused.")
 @time_limit_option
 @repeat_option
 def sweep(job_spec: str, loop: str | None, variant: str | None, tracker: str | None, effects_file: str | None,
           scheduled: bool, store: str | None, fmt: str,
           golden_file: str | None, listing: str | None, out: str | None, depth: int, max_scenarios: int,
           replay: bool, workers: int, scheduler: str | None, fault_slugs: tuple[str, ...], kill: bool,
-          time_limit: float, repeat: int, interleavings: int | None,
+          time_limit: float, repeat: int, interleavings: int | None, state_in_run_dir: bool,
           **settings: str | None) -> None:
     """Crash the loop at every point, and its restart at every point, and count the damage.
 
@@ -124,7 +129,7 @@ def sweep(job_spec: str, loop: str | None, variant: str | None, tracker: str | N
     A flaky scenario (--repeat: its runs differ; or, for a loop of yours, a process that strays
     from the run it repeats) counts the worst it came to, and fails the sweep with exit 3.
     """
-    job, variants = choose(job_spec, loop, variant, tracker, effects_file, scheduled)
+    job, variants = choose(job_spec, loop, variant, tracker, effects_file, scheduled, state_in_run_dir)
     spec = runner_for(variants, kill, store, time_limit)
     if "all" in fault_slugs:
         if len(fault_slugs) > 1 or any(settings.values()) or interleavings is not None:

@@ -286,19 +286,24 @@ def check_once(run: ScenarioRun) -> None:
 def check_retrace(run: ScenarioRun, process: int, expected: Trace, of: str) -> None:
     """A process repeats what it repeats: up to its crash, its points and requests are those of the run it
     retraces. The points are compared first, so an error names the first point that differs, if one does."""
-    got = run.trace(process)
+    strayed = departure(run.trace(process), expected, of)
+    if strayed is not None:
+        raise Stray(f"{run.id}: the loop is not deterministic: process {process} {strayed}")
+
+
+def departure(got: Trace, expected: Trace, of: str) -> str | None:
+    """Where `got` departs from `expected`, said as the end of a sentence about the process that did `got`; None
+    if it is `expected`'s beginning. The points are compared first: the first point that differs, if one does."""
     if got == expected[: len(got)]:
-        return
+        return None
     crashes = [step for step in got if step.kind == "point"]
     points = [step for step in expected if step.kind == "point"][: len(crashes)]
     if crashes != points:
         k = _first_difference(crashes, points)
-        raise Stray(f"{run.id}: the loop is not deterministic: process {process} passed {_point(crashes, k)} at "
-                    f"its point {k + 1}, where {of} passed {_point(points, k)}")
+        return f"passed {_point(crashes, k)} at its point {k + 1}, where {of} passed {_point(points, k)}"
     k = _first_difference(got, expected)
     after = sum(1 for step in got[:k] if step.kind == "point")
-    raise Stray(f"{run.id}: the loop is not deterministic: process {process} sent {_request(got, k)} after its "
-                f"point {after}, where {of} sent {_request(expected, k)}")
+    return f"sent {_request(got, k)} after its point {after}, where {of} sent {_request(expected, k)}"
 
 
 def _first_difference(got: Trace, expected: Trace) -> int:

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from math import comb
 
+from crashlab.engine.copies import check_copies
 from crashlab.engine.death import Choice
 from crashlab.engine.scenario import ScenarioRun, Setup
 from crashlab.engine.tree import Advance, Life, Trunk, VariantSweep, _ignore, trunk
@@ -45,6 +46,9 @@ def sweep_all(setups: Sequence[Setup], spec: RunnerSpec = RunnerSpec(), depth: i
         # Every uninterrupted run, and every estimate, before any tree grows: a sweep past the bound is refused
         # before it has spent anything on its first variants.
         stems = [first_trunk(setup, runner, o, bound) for setup, o in zip(setups, chosen, strict=True)]
+        for stem, o in zip(stems, chosen, strict=True):
+            if o["share"] and stem.setup.variant.on_its_word:
+                check_copies(stem, runner)  # a loop that says it keeps all in its run directory, checked first
         plans = [plan(setup, stem, runner, o, bound, advance)
                  for setup, stem, o in zip(setups, stems, chosen, strict=True)]
         trunks = [t for _, ts in plans for t in ts]

@@ -54,6 +54,9 @@ class Variant:
     #: All it keeps outlives a death in its run directory, beside the world crashlab holds: so a copy of them
     #: is what a death leaves, and a sweep killed for real may restart from copies (`runners.forked.shares`).
     kept_in_directory: bool = True
+    #: `kept_in_directory` on its author's word alone (a loop of yours, `--state-in-run-dir`): each shared sweep
+    #: checks it before it trusts it (`crashlab.engine.copies`).
+    on_its_word: bool = False
     #: Columns of its databases that it stamps with a clock or a random ID and never acts on, as (table, column):
     #: left out of its durable state's content, so states equal but for them are one (`crashlab.durable.content`).
     volatile: frozenset[tuple[str, str]] = frozenset()

@@ -119,7 +119,7 @@ def read_effects(path: str) -> tuple[Effect, ...]:
 
 def setup(entry: Entry, effects: Iterable[str] | Mapping[str, Any] | Iterable[Effect], *, name: str = "loop",
           tracker: TrackerMode = "keyed", job: str | None = None, service: YourService | None = None,
-          scheduled: bool = False) -> Setup:
+          scheduled: bool = False, state_in_run_dir: bool = False) -> Setup:
     """Your loop as crashlab runs it: a variant of its own, on a job of no turns (your loop is its own script).
 
     `effects` are what it means to do, once each: the effects by what they are (a mapping, as the
@@ -127,6 +127,9 @@ def setup(entry: Entry, effects: Iterable[str] | Mapping[str, Any] | Iterable[Ef
     `service`, one of yours in its place); or the names its tools give `run.tracker`, for a loop
     that tags its requests itself. `scheduled`: it runs tool calls on a `ThreadPoolExecutor`, whose threads
     the harness makes take turns in an order it decides and can replay (`crashlab.engine.schedule`).
+    `state_in_run_dir`: it keeps all it keeps in its run directory (and crashlab's service), so a sweep may restart
+    it from copies of what each death left, each distinct state once; on its word, which each sweep checks first
+    (`crashlab.engine.copies`).
     """
     if isinstance(effects, str):
         raise BadInput(f"effects is a list of effect names or a mapping of what each is, not the string {effects!r}")
@@ -154,8 +157,11 @@ def setup(entry: Entry, effects: Iterable[str] | Mapping[str, Any] | Iterable[Ef
         if not served:
             raise BadInput("a service of yours holds records, not effect names: give the effects by what they are "
                            "({A: {issue: TITLE}, C: {comment: A}})")
+        if state_in_run_dir:
+            raise BadInput("a service of yours keeps its records where crashlab cannot copy them, so a restart cannot "
+                           "start from a copy of what a death left: sweep it without --state-in-run-dir")
     variant = Variant(name, name, name, entry, tracker=tracker, table="loop", runners=frozenset({"forked"}),
-                      keeps_checkpoint=False, kept_in_directory=False, effects=names, service=served, stands_in=service,
-                      scheduled=scheduled)
+                      keeps_checkpoint=False, kept_in_directory=state_in_run_dir, on_its_word=state_in_run_dir,
+                      effects=names, service=served, stands_in=service, scheduled=scheduled)
     job = job or name
     return Setup(variant, Job(job, f"{job}-run-1", (Turn(answer="done"),), source=job))

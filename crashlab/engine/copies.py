@@ -1,0 +1,64 @@
+"""A loop's word that it keeps all it keeps in its run directory, checked before a sweep trusts it.
+
+A sweep of real processes restarts each from a copy of the run directory, taken with the process
+stopped where its death would be (`crashlab.runners.forked`). That copy is what the death leaves only
+if the directory is all the loop keeps. A loop that also keeps state elsewhere (a file at a fixed
+path, a database named after its run, another process's memory) restarts from the copy with that
+state as some other process left it, or without it, and the sweep would count what no death leaves.
+crashlab's own loops and the runtimes are held to it by their tests; a loop of yours is taken at its
+word (`--state-in-run-dir`) only once it passes this check, on every sweep: at the first, the middle
+and the last crash point of its uninterrupted run, its restart from a copy, in a directory of its
+own, must do what its restart after a real death there does, request for request, and leave the
+same world. A loop that fails is refused; one that passes may still keep, elsewhere, something
+that these three deaths do not show.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from crashlab.engine.scenario import ScenarioRun, departure, trace_of
+from crashlab.engine.tree import Trunk
+from crashlab.errors import BadInput
+
+if TYPE_CHECKING:
+    from crashlab.runners import Runner
+
+#: What a refusal tells the user to do instead.
+INSTEAD = "sweep it without --state-in-run-dir, which re-executes every scenario"
+
+
+def checked(points: int) -> list[int]:
+    """The crash points checked of an uninterrupted run that passes `points`: its first, middle and last."""
+    return sorted({1, (points + 1) // 2, points}) if points else []
+
+
+def check_copies(stem: Trunk, runner: Runner) -> None:
+    """Refuse `stem`'s loop unless, at each point `checked` names, a restart from a copy of what a death there
+    left does what the restart after the death itself does (`BadInput`, naming the point and the difference)."""
+    setup, calls = stem.setup, stem.run.world.model.calls
+    branches = {branch.crash: branch for branch in stem.branches}
+    for j in checked(len(branches)):
+        left = next(iter(branches[j].group))
+        copied = runner.life(setup, left, (j,), (left.choice,), watch=False)
+        died = runner.scenario(setup, (j,), (left.choice,))
+        where = f"{setup.variant.slug} keeps state outside its run directory: restarted after a death at its point {j}"
+        differs = _difference(copied, died)
+        if differs is not None:
+            raise BadInput(f"--state-in-run-dir: {where}, {differs}; {INSTEAD}")
+        if copied.outcome(calls) != died.outcome(calls):
+            raise BadInput(f"--state-in-run-dir: {where}, the restart from a copy of its directory left another "
+                           f"world than the restart in the directory the death left; {INSTEAD}")
+
+
+def _difference(copied: ScenarioRun, died: ScenarioRun) -> str | None:
+    """How the restart from the copy and the restart after the death differ, if they do. Each restart's keys
+    are named by their first use in it: the copy's restart never saw the first process's."""
+    restart = died.points.process
+    theirs = trace_of([e for e in died.points.events if e.process == restart], restart)
+    ours = copied.trace(copied.points.process)
+    if (said := departure(ours, theirs, "the restart in the directory the death left")) is not None:
+        return f"the restart from a copy of its directory {said}"
+    if (said := departure(theirs, ours, "the restart from a copy of its directory")) is not None:
+        return f"the restart in the directory the death left {said}"
+    return None
