@@ -12,7 +12,9 @@ this machine: wall time (median of N) and peak memory of a `crashlab` process. I
 - the book table with every process a real one, killed by SIGKILL (`--kill`), shared (each distinct
   state restarted once from a copy of its run directory) beside `--no-share` (every scenario
   re-executed), on one worker and on two;
-- the LangGraph agent and the DBOS workflow, killed for real on two workers, shared beside `--no-share`;
+- the LangGraph agent, the DBOS workflow and a hand-built LangGraph graph with an approval interrupt (a loop
+  of yours, `examples/langgraph_approval.py`, swept `--state-in-run-dir`), killed for real on two workers,
+  shared beside `--no-share`;
 - every installed agent runtime's table at depths 1 and 2 (`crashlab frameworks`), which CI sweeps at
   depth 1 only: it takes hours, most of them Temporal's, whose restarts wait on its timeouts.
 
@@ -217,8 +219,10 @@ def main() -> None:
 
     print(f"\n## frameworks killed for real, depth {depth}, --workers 2, shared against --no-share "
           "(needs crashlab[langgraph,dbos])")
-    for loop in ("langgraph", "dbos"):
-        kill = ("--loop", loop, "--kill", "--depth", depth, "--workers", "2")
+    hand_built = ("--loop", "examples/langgraph_approval.py:plain,keyed",
+                  "--effects", "examples/langgraph_approval.yaml", "--state-in-run-dir")
+    for loop in (("--loop", "langgraph"), ("--loop", "dbos"), hand_built):
+        kill = (*loop, "--kill", "--depth", depth, "--workers", "2")
         seconds, peak, rows = sweep_rows(*kill, repeat=1)
         again, again_peak, replayed = sweep_rows(*kill, "--no-share", repeat=1)
         states = ("distinct", "windows")  # a runtime may stamp values into its files that it does not name as stamps
@@ -227,7 +231,7 @@ def main() -> None:
         n = sum(row["scenarios"] for row in rows)
         distinct = (sum(row["distinct"] for row in rows), sum(row["distinct"] for row in replayed))
         cells = ", ".join(f"{row['variant']} {row['with_dups']}/{row['dups']}/{row['missing']}" for row in rows)
-        print(f"{loop}: {n:,} scenarios; shared {seconds:.1f} s ({distinct[0]:,} distinct states), peak {peak} MiB; "
+        print(f"{loop[1]}: {n:,} scenarios; shared {seconds:.1f} s ({distinct[0]:,} distinct states), peak {peak} MiB; "
               f"--no-share {again:.1f} s ({distinct[1]:,}), peak {again_peak} MiB: {seconds / again:.3f} of the time; "
               f"with dups/dups/missing: {cells}")
 

@@ -110,3 +110,21 @@ def test_shared_to_depth_two_the_parallel_tool_node_is_the_re_executed_one():
                         for share in (True, False))
     assert replayed.sweep.row().twice > 100
     same_but_states(shared, replayed)
+
+
+def test_a_hand_built_graph_with_an_approval_interrupt_restarts_from_copies_as_it_would_after_its_deaths(cli):
+    """examples/langgraph_approval.py, a loop of yours: files A, stops for a person's approval of B, files B and
+    comments on A. Plain, a death between a node's request and LangGraph's save of its write runs the node again;
+    keyed by thread and node, never. Restarted from copies (`--state-in-run-dir`, checked first), every count but
+    the states' is what re-executing every scenario gives."""
+    loop = ["--loop", "examples/langgraph_approval.py:plain,keyed", "--effects", "examples/langgraph_approval.yaml",
+            "--state-in-run-dir", "--depth", "1", "--format", "json"]
+    code, shared, _ = cli("sweep", *loop)
+    again, replayed, _ = cli("sweep", *loop, "--no-share")
+    assert code == again == 0
+    plain, keyed = json.loads(shared)
+    assert plain["dups"] > 0 and keyed["dups"] == 0 and plain["missing"] == keyed["missing"] == 0
+    assert keyed["distinct"] < keyed["scenarios"]
+    states = ("distinct", "windows")
+    assert [{k: v for k, v in row.items() if k not in states} for row in (plain, keyed)] == \
+        [{k: v for k, v in row.items() if k not in states} for row in json.loads(replayed)]
