@@ -73,6 +73,11 @@ def sweep_family(family: str, job: Job, depth: int = 1, faults: Sequence[Fault] 
     return [Swept(s) for s in sweep_all(setups, runner, depth=depth, share=share, workers=2)]
 
 
+def but_states(rows: list[dict]) -> list[dict]:
+    """Rows of a sweep's JSON without the two counts of states, `distinct` and `windows` (`same_but_states`)."""
+    return [{k: v for k, v in row.items() if k not in ("distinct", "windows")} for row in rows]
+
+
 def same_but_states(shared: Swept, replayed: Swept) -> None:
     """A shared sweep and its re-executed twin agree scenario by scenario, and in every count of the row but the
     two that count states, `distinct` and `windows`, where the shared sweep counts at most as many: it counts a
