@@ -25,11 +25,10 @@ import threading
 import time
 import traceback
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager, suppress
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -60,8 +59,6 @@ from crashlab.world.sqlite import (
 
 if TYPE_CHECKING:
     from crashlab.durable.fuse import Layer
-
-T = TypeVar("T")
 
 #: Files of a run directory that are the harness's own, not the loop's state.
 HARNESS_FILES = ("lock", "checkpoint.json.tmp")
@@ -210,9 +207,10 @@ class Forked:
 
     def scenario(self, setup: Setup, crashes: tuple[int, ...], choices: tuple[Choice, ...] = (),
                  watch: bool = False) -> ScenarioRun:
+        warm(setup)
         points = Recorder(crashes, setup.id(crashes, choices))
         directory, layer = self.fresh(setup.faults.cuts)
-        outside = warmed(setup, partial(Outside.of, setup, self.services, choices))  # None: it acts through run.world
+        outside = Outside.of(setup, self.services, choices)  # None: the loop acts through run.world
 
         def world_now() -> WorldState:
             return read_world(directory, setup) if outside is None else outside.state()
@@ -253,9 +251,10 @@ class Forked:
         """One process, from the files (and the service's rows) `start` holds, or from nothing; with `watch`, it
         stops at each of its points for a copy of what a death there would leave. For a loop that `shares`."""
         assert shares(setup), f"{setup.variant.slug} keeps state the forked runner does not copy"
+        warm(setup)
         points = Recorder((), setup.id(crashes, choices), process=len(crashes))
         directory, _ = self.fresh(False)
-        outside = warmed(setup, partial(Outside.of, setup, self.services, choices))  # a served loop's service, emptied
+        outside = Outside.of(setup, self.services, choices)  # a served loop's service, emptied
         if start is not None:
             assert isinstance(start.state, OnDisk), "a restart of a real process starts from files"
             for name, data in start.state.raw():
@@ -294,21 +293,11 @@ def ended(setup: Setup, points: Recorder, directory: Path, left: WorldState,
     return world, store, final
 
 
-def warmed(setup: Setup, start: Callable[[], T]) -> T:
-    """`start()` (a served loop's service, started and emptied), while the loop's framework is imported here, once,
-    rather than in every process forked from here.
-
-    A runner's first service is a new interpreter: about a quarter of a second that this process would spend
-    waiting for its URL, as long as a framework's import or longer (DBOS's takes half a second). So the start
-    waits on a thread of its own while this one imports; the import stays on this thread, where a framework may
-    install a signal handler. The thread has ended before any process is forked from here."""
+def warm(setup: Setup) -> None:
+    """Import the loop's framework here, once, rather than in every process forked from here."""
     load = getattr(setup.variant.entry, "load", None)
-    if load is None:
-        return start()
-    with ThreadPoolExecutor(1) as beside:
-        started = beside.submit(start)
+    if load is not None:
         load()
-        return started.result()
 
 
 def shares(setup: Setup) -> bool:
