@@ -7,6 +7,11 @@ import socket
 import subprocess
 import sys
 import time
+from pathlib import Path
+
+import pytest
+
+from crashlab.runtimes import sidecar
 
 #: A toy server: Python's own HTTP server, kept by the sidecar's watchdog.
 SERVER = """
@@ -60,3 +65,15 @@ def test_one_server_outlives_each_killed_process_of_a_harness_and_ends_with_the_
     while (listening(first) or directory.exists()) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not listening(first) and not directory.exists()
+
+
+@pytest.mark.skipif(not Path("/proc/sys/net/ipv4/ip_local_port_range").exists(), reason="Linux's ephemeral range")
+def test_a_servers_port_is_free_and_below_the_ports_a_bind_to_port_0_can_take():
+    """The server binds its port a second or more after it is chosen: a port from the ephemeral range could be
+    taken in between by any service that binds port 0, and the loop would talk to that service instead."""
+    first = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    for _ in range(20):
+        port = sidecar._free_port()
+        assert sidecar.LOWEST <= port < first
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", port))

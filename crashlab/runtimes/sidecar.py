@@ -14,6 +14,7 @@ forked the loop's and waits for it: a sweep's, or `crashlab run`'s), or the serv
 from __future__ import annotations
 
 import os
+import random
 import select
 import shutil
 import socket
@@ -65,8 +66,29 @@ def _listening(host: str, port: int) -> bool:
     return True
 
 
+#: Where the kernel's ephemeral ports begin when it does not say (Linux's default).
+EPHEMERAL = 32768
+#: The lowest port a server is given here: above the well-known and most registered ones.
+LOWEST = 10000
+
+
 def _free_port() -> int:
-    with socket.socket() as probe:
+    """A port free now, below the kernel's ephemeral range. The server binds it a second or more later (an
+    interpreter, then the server's own start), and in between any bind to port 0 (a crashlab service's, Dask's,
+    another test's) could take a port freed from that range: the loop would then find an HTTP/1 server where it
+    looks for Temporal's, and fail on the mismatch (seen in CI: ``h2 protocol error ... FRAME_SIZE_ERROR``)."""
+    try:
+        first = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        first = EPHEMERAL
+    for port in random.sample(range(LOWEST, first), min(100, max(0, first - LOWEST))):
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    with socket.socket() as probe:  # the ephemeral range is nearly every port, or those below it are taken
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
 
