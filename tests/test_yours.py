@@ -131,6 +131,14 @@ def test_an_uninterrupted_run_that_does_not_make_each_effect_once_is_refused_in_
     assert (code, out) == (2, "") and says in err and err.count("\n") == 1
 
 
+def test_an_empty_loop_is_refused_with_its_word_that_it_keeps_its_state_in_its_run_directory(cli, tmp_path):
+    """The copy check cannot pass an empty loop: the loop is refused before any copy is taken."""
+    loop = loop_file(tmp_path, [])
+    code, out, err = cli("sweep", "--loop", f"{loop}:main", "--effects", effects_file(tmp_path, "A: {issue: One}\n"),
+                         "--state-in-run-dir")
+    assert (code, out) == (2, "") and "made A not at all" in err and err.count("\n") == 1
+
+
 @pytest.mark.parametrize("args, says", [
     (["--loop", "examples/http_loop.py"], "unknown loop 'examples/http_loop.py'"),
     (["--loop", "examples/nope.py:main", "--effects", EFFECTS], "no file 'examples/nope.py'"),
