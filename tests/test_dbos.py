@@ -39,6 +39,33 @@ def test_a_power_cut_after_dbos_recorded_a_step_takes_the_record_back_and_the_pl
     assert (keyed.dups, keyed.missing, keyed.failures()) == (0, 0, [])
 
 
+def test_the_one_engine_of_every_launch_opens_the_runs_database_as_dbos_own_engine_would(tmp_path, monkeypatch):
+    """crashlab hands DBOS one engine, warmed once in the parent, in place of the one DBOS makes at each launch
+    (`launch.ENGINE`): its connections must open the run's database and be set up as DBOS's own, or a sweep
+    would test another DBOS than its users run."""
+    from dbos._sys_db_sqlite import SQLiteSystemDatabase
+
+    from crashlab.runtimes.dbos import launch
+
+    database = tmp_path / "dbos.sqlite"
+    monkeypatch.setattr(launch, "_database", database)
+    dbos_own = SQLiteSystemDatabase._create_engine(object.__new__(SQLiteSystemDatabase), f"sqlite:///{database}", {})
+
+    def set_up(engine):
+        with engine.connect() as connection:
+            pragmas = [connection.exec_driver_sql(f"PRAGMA {p}").scalar()
+                       for p in ("busy_timeout", "foreign_keys", "journal_mode", "synchronous")]
+            opened = connection.exec_driver_sql("PRAGMA database_list").all()[0][2]
+            return connection.connection.dbapi_connection.isolation_level, pragmas, opened, type(engine.pool)
+
+    try:
+        assert set_up(launch.ENGINE) == set_up(dbos_own) == ("IMMEDIATE", [30000, 1, "delete", 2], str(database),
+                                                             type(dbos_own.pool))
+    finally:
+        launch.ENGINE.dispose()
+        dbos_own.dispose()
+
+
 def test_sweep_loop_dbos_needs_kill(cli):
     code, out, err = cli("sweep", "--loop", "dbos")
     assert (code, out) == (2, "") and "dbos-plain runs only under the forked runner (--kill)" in err

@@ -27,11 +27,13 @@ class Adapter:
     slug: str
 
     def load(self) -> None:
-        """Import the runtime now, in the warm parent, so no forked process pays for it."""
+        """Import the runtime now, in the warm parent, so no forked process pays for it; and let it warm what it
+        would otherwise make anew in each (its `warm`, if it has one: DBOS's compiled statements)."""
         try:
-            import_module(f"crashlab.runtimes.{self.runtime}.loop")
+            loop = import_module(f"crashlab.runtimes.{self.runtime}.loop")
         except ImportError:
             raise BadInput(f"{self.slug} needs its runtime: pip install 'crashlab[{self.runtime}]'") from None
+        getattr(loop, "warm", lambda: None)()
 
     def __call__(self, run: Run) -> None:
         import_module(f"crashlab.runtimes.{self.runtime}.loop").entry(self.slug, run)

@@ -22,7 +22,7 @@ from dbos import DBOS, SetWorkflowID
 import crashlab
 from crashlab.engine.run import Run
 from crashlab.runtimes import http
-from crashlab.runtimes.dbos.launch import launch
+from crashlab.runtimes.dbos.launch import launch, warm_engine
 from crashlab.runtimes.script import resolved
 
 WORKFLOW = "triage-workflow"
@@ -51,6 +51,12 @@ def job_workflow() -> dict[str, Any]:
             results[call.id] = tool_step(call.id, call.tool, args)
             crashlab.point("step-recorded")
     return results
+
+
+def warm() -> None:
+    """Run by the harness before it forks a process of this loop (`Adapter.load`): DBOS's statements compiled
+    once, here, not in every process."""
+    warm_engine()
 
 
 def entry(slug: str, run: Run) -> None:

@@ -57,7 +57,7 @@ import crashlab
 from crashlab.engine.run import Run
 from crashlab.job import Job
 from crashlab.runtimes import http
-from crashlab.runtimes.dbos.launch import launch
+from crashlab.runtimes.dbos.launch import launch, warm_engine
 from crashlab.runtimes.script import resolved
 from crashlab.world.person import ApprovalDesk
 
@@ -160,6 +160,12 @@ SETTINGS = {
     "pydanticai-keyed": Setting(durable=True, keyed=True),
     "pydanticai-inline": Setting(durable=True, step=False),
 }
+
+
+def warm() -> None:
+    """Run by the harness before it forks a process of this loop (`Adapter.load`): DBOS's statements compiled
+    once, here, not in every process."""
+    warm_engine()
 
 
 def entry(slug: str, run: Run) -> None:
