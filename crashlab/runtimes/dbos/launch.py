@@ -18,7 +18,7 @@ from dbos._dbos import _get_or_create_dbos_registry
 RECOVERY_POLL = 0.01
 
 #: The database the next connection of ENGINE opens: the run's, set by `launch`.
-_database = Path("dbos.sqlite")
+_database: Path | None = None
 
 #: The system database engine of every launch in this process, and in each process forked from it. SQLAlchemy
 #: keeps the statements it has compiled in its engine, so the engine DBOS makes anew at each launch compiled its
@@ -26,11 +26,12 @@ _database = Path("dbos.sqlite")
 #: restart's CPU. This one is made and warmed (`warm_engine`) once, in the warm parent, where each process
 #: forked from it finds all but 4 of them compiled; each launch points its connections at the run's database.
 #: (Made here, it also imports SQLAlchemy's SQLite dialect in the parent, which was a third of a launch's time.)
-ENGINE = sa.create_engine(f"sqlite:///{_database}")
+ENGINE = sa.create_engine("sqlite:///dbos.sqlite")  # a file's URL, for a file's pool: the file is the run's
 
 
 @sa.event.listens_for(ENGINE, "do_connect")
 def _to_this_run(dialect: Any, record: Any, cargs: list[Any], cparams: dict[str, Any]) -> None:
+    assert _database is not None, "DBOS's engine connected before a launch named the run's database"
     cargs[0] = str(_database)
 
 
