@@ -56,7 +56,7 @@ test: $(INSTALLED)
 # The slower suites (real processes killed at every crash point, file-store equivalence, a real
 # terminal, every agent runtime swept): CI runs them after `make test`.
 test-slow: $(INSTALLED) $(CREWAI)
-	$(BIN)/pytest -q -n auto -m slow
+	$(BIN)/pytest -q -n auto -m slow --durations=15
 	$(CREWAI_VENV)/bin/pytest -q -m slow tests/test_crewai.py
 
 # The linter and the type checker, as pyproject.toml configures them.
