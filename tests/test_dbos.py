@@ -66,6 +66,19 @@ def test_the_one_engine_of_every_launch_opens_the_runs_database_as_dbos_own_engi
         dbos_own.dispose()
 
 
+def test_the_warm_up_leaves_dbos_logging_as_it_found_it(monkeypatch):
+    """DBOS's logger, given a handler on the sys.stderr of the warm-up's time, would hold a stream that pytest (or
+    anyone who redirects it) may have closed when a forked process launches DBOS, which flushes it and fails."""
+    from dbos._logger import dbos_logger
+
+    from crashlab.runtimes.dbos import launch
+
+    monkeypatch.setattr(launch, "_warmed", False)
+    before = list(dbos_logger.handlers)
+    launch.warm_engine()
+    assert dbos_logger.handlers == before
+
+
 def test_sweep_loop_dbos_needs_kill(cli):
     code, out, err = cli("sweep", "--loop", "dbos")
     assert (code, out) == (2, "") and "dbos-plain runs only under the forked runner (--kill)" in err

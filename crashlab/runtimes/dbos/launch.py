@@ -13,6 +13,7 @@ import dbos._sys_db_sqlite  # noqa: F401 (imported here, in the warm parent, not
 import sqlalchemy as sa
 from dbos import DBOS, DBOSConfig, SetWorkflowID
 from dbos._dbos import _get_or_create_dbos_registry
+from dbos._logger import dbos_logger
 
 #: Seconds between looks of DBOS's internal queue, where recovery puts a pending workflow.
 RECOVERY_POLL = 0.01
@@ -88,6 +89,7 @@ def warm_engine() -> None:
     global _warmed
     if _warmed:
         return
+    handlers = list(dbos_logger.handlers)
     with tempfile.TemporaryDirectory(prefix="crashlab-dbos-") as scratch:
         # DBOS's shutdown waits for its notification listener to look again: a second, by default.
         launch(Path(scratch) / "dbos.sqlite", listen_every=0.01)
@@ -99,4 +101,9 @@ def warm_engine() -> None:
         finally:  # no thread of DBOS's may run on in a process that forks
             DBOS.destroy()
             ENGINE.dispose()
+            # DBOS's first launch in a process gives its logger a handler on sys.stderr as it is then, and each
+            # launch flushes it: made here, it would hold a stream that may be closed by the time a process
+            # forked from here launches (pytest's captured output of an earlier test did).
+            for handler in set(dbos_logger.handlers) - set(handlers):
+                dbos_logger.removeHandler(handler)
     _warmed = True
