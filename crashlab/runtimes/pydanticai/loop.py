@@ -162,10 +162,8 @@ SETTINGS = {
 }
 
 
-def warm() -> None:
-    """Run by the harness before it forks a process of this loop (`Adapter.load`): DBOS's statements compiled
-    once, here, not in every process."""
-    warm_engine()
+#: Run by the harness before it forks a process of this loop (`Adapter.load`).
+warm = warm_engine
 
 
 def entry(slug: str, run: Run) -> None:
