@@ -7,7 +7,7 @@ can stay in production code.
 
 from __future__ import annotations
 
-from crashlab.engine.points import point
+from crashlab.protocols.points import point
 
 __all__ = ["point"]
 

@@ -24,15 +24,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from crashlab.check.effects import Effect
-from crashlab.check.outcome import COUNT_KEYS
-from crashlab.engine.points import named
-from crashlab.engine.run import Entry, Run
-from crashlab.engine.scenario import ScenarioResult, Setup
 from crashlab.engine.sweep import sweep as sweep_setup
 from crashlab.engine.tree import Row, VariantSweep
 from crashlab.errors import BadInput
 from crashlab.loops import yours
+from crashlab.protocols.outcome import COUNT_KEYS
+from crashlab.protocols.points import named
+from crashlab.protocols.run import Entry, Run
+from crashlab.protocols.scenario import ScenarioResult, Setup
 from crashlab.report.story import find_repeats, render, story
 from crashlab.report.tables import columns_for, records
 from crashlab.report.windows import describe, windows
@@ -40,6 +39,7 @@ from crashlab.runners import RunnerSpec
 from crashlab.service.yours import YourService
 from crashlab.world import TrackerMode
 from crashlab.world.client import TrackerClient as Tracker
+from crashlab.world.effects import Effect
 
 #: What a loop means to do, once each: effects by what they are, or the names its tools tag requests with.
 Effects = Mapping[str, Any] | Iterable[Effect] | Iterable[str]

@@ -20,6 +20,10 @@ class BadInput(CrashlabError, ValueError):
     exit_code = 2
 
 
+class JobError(BadInput):
+    """A job that cannot be run; the message names the file, the place and the problem."""
+
+
 class CheckFailed(CrashlabError):
     """A check the user asked for did not hold: a golden table differs, a promise broke."""
 

@@ -5,13 +5,13 @@ from contextlib import contextmanager
 from dataclasses import replace
 
 from crashlab.api import Swept
-from crashlab.engine.death import Choice
-from crashlab.engine.scenario import ScenarioRun, Setup
 from crashlab.engine.sweep import sweep, sweep_all
 from crashlab.engine.tree import VariantSweep
-from crashlab.faults import Fault, Faults, find
 from crashlab.job import Job
 from crashlab.loops import FAMILIES, VARIANTS
+from crashlab.protocols.death import Choice
+from crashlab.protocols.fault import Fault, Faults, find
+from crashlab.protocols.scenario import ScenarioRun, Setup
 from crashlab.runners import Runner, RunnerSpec
 
 

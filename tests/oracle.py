@@ -1,8 +1,8 @@
 """The oracle every fault is held to: a shared sweep counts what re-executing each scenario gives."""
 
-from crashlab.engine.scenario import Setup, parse_scenario_id
 from crashlab.job import Job
 from crashlab.loops import VARIANTS
+from crashlab.protocols.scenario import Setup, parse_scenario_id
 
 from .helpers import results, runner, swept
 

@@ -8,14 +8,14 @@ from hypothesis import given
 from crashlab.check.promises import broken
 from crashlab.durable.checkpoint import CheckpointError
 from crashlab.durable.store import FileStore, MemoryStore
-from crashlab.engine.points import Recorder, recording
-from crashlab.engine.run import Run
-from crashlab.engine.scenario import Setup
 from crashlab.engine.sweep import sweep
 from crashlab.job import load_job
 from crashlab.loops import FAMILIES, VARIANTS
 from crashlab.loops.agent import ASK, LOOKUP, RERUN, Agent, AgentLoop, ladder
 from crashlab.loops.tools import ToolSpec, toolbox
+from crashlab.protocols.points import Recorder, recording
+from crashlab.protocols.run import Run
+from crashlab.protocols.scenario import Setup
 from crashlab.runners import RunnerSpec
 from crashlab.world import World
 
@@ -195,7 +195,7 @@ def asked_again(variant, job):
     """The scenarios whose person was asked more approvals than the job has gates, run again for their story."""
     gated = sum(c.needs_approval for c in job.calls)
     setup = Setup(variant, job)
-    scenarios = sweep(setup).scenarios()
+    scenarios = sweep(setup, RunnerSpec()).scenarios()
     with RunnerSpec().open() as runner:
         return [runner.scenario(setup, s.crashes) for s in scenarios if s.outcome.approvals > gated]
 

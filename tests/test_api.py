@@ -16,10 +16,10 @@ import pytest
 
 import crashlab
 from crashlab.api import explain, loop, render, sweep
-from crashlab.engine import points as recorders
-from crashlab.engine.points import HarnessError
 from crashlab.engine.sweep import sweep as sweep_setup
 from crashlab.errors import BadInput, Stray
+from crashlab.protocols import points as recorders
+from crashlab.protocols.points import HarnessError
 from crashlab.runners import RunnerSpec
 
 from .conftest import ROOT

@@ -5,8 +5,8 @@ from dataclasses import replace
 
 from crashlab.check import campaign
 from crashlab.check.campaign import PROMISING, spec_of
-from crashlab.engine.variant import Promises
 from crashlab.loops import FAMILIES, VARIANTS
+from crashlab.protocols.variant import Promises
 
 
 def test_job_k_of_a_seed_is_the_same_job_every_time():

@@ -37,7 +37,7 @@ import pytest
 from crashlab.durable.checkpoint import Checkpoint
 from crashlab.durable.disk import BLOCK
 from crashlab.durable.store import CHECKPOINT, FileStore, read_checkpoint_file
-from crashlab.engine.points import Recorder
+from crashlab.protocols.points import Recorder
 
 TOOLS = ("mkfs.ext4", "e2fsck", "losetup", "mount", "umount")
 pytestmark = [

@@ -13,11 +13,11 @@ from dataclasses import replace
 import pytest
 from hypothesis import given, settings
 
-from crashlab.engine.points import Recorder
 from crashlab.faults.drifting_model import DRIFTS as SETTINGS
 from crashlab.faults.drifting_model import DriftingModel
 from crashlab.job import Call, Job, Turn
 from crashlab.loops import FAMILIES
+from crashlab.protocols.points import Recorder
 from crashlab.world import Model
 
 from .helpers import swept

@@ -2,9 +2,9 @@
 
 import pytest
 
-from crashlab.check.effects import Effect, attribute, effects_of
 from crashlab.errors import BadInput
 from crashlab.world import Record
+from crashlab.world.effects import Effect, attribute, effects_of
 
 EFFECTS = effects_of({"A": {"issue": "Login fails"}, "B": {"issue": "Export times out"},
                       "C": {"comment": "A"}, "D": {"comment": "B", "body": "first"},
@@ -80,7 +80,7 @@ def test_effects_that_cannot_be_told_apart_or_found_are_refused_in_one_line(spec
 
 
 def test_a_jobs_changing_calls_are_effects_by_what_each_makes(triage):
-    from crashlab.check.effects import of_job
+    from crashlab.world.effects import of_job
 
     assert of_job(triage) == (
         Effect("A", title="Login fails on Safari"),
@@ -90,8 +90,8 @@ def test_a_jobs_changing_calls_are_effects_by_what_each_makes(triage):
 
 
 def test_a_job_whose_comment_names_a_literal_issue_cannot_be_recognised_at_the_service():
-    from crashlab.check.effects import of_job
     from crashlab.job import Call, Job, Turn
+    from crashlab.world.effects import of_job
 
     job = Job("j", "j-1", (Turn((Call("A", "create_issue", {"title": "x", "body": ""}),
                                  Call("C", "comment", {"issue": 1, "body": "y"}))), Turn(answer="done")))

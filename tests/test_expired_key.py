@@ -12,15 +12,16 @@ from dataclasses import replace
 import pytest
 from hypothesis import given, settings
 
-from crashlab.engine.points import Recorder
-from crashlab.engine.scenario import Setup
 from crashlab.engine.sweep import sweep
-from crashlab.engine.variant import Variant
 from crashlab.faults.expired_key import DOWNTIMES
 from crashlab.job import Call
 from crashlab.loops import FAMILIES, VARIANTS
 from crashlab.loops.agent import ASK, LOOKUP, RERUN, AgentLoop, ladder
 from crashlab.loops.tools import ToolSpec, toolbox
+from crashlab.protocols.points import Recorder
+from crashlab.protocols.scenario import Setup
+from crashlab.protocols.variant import Variant
+from crashlab.runners import RunnerSpec
 from crashlab.world import KEY_RETENTION, Clock, Tracker
 
 from .helpers import faults, outcome, scenario, swept
@@ -98,7 +99,7 @@ def test_a_keyed_rerun_after_the_key_expired_is_applied_again(triage, slug):
 def test_the_agent_comes_through_every_downtime_and_without_the_age_check_it_would_not(triage, mode):
     honest = swept(f"agent-{mode}", triage, EXPIRING).row()
     assert (honest.with_dups, honest.missing, honest.wrong, honest.stuck) == (0, 0, 0, 0)
-    forgetful = sweep(Setup(forgetful_agent(mode), triage, faults(EXPIRING))).row()
+    forgetful = sweep(Setup(forgetful_agent(mode), triage, faults(EXPIRING)), RunnerSpec()).row()
     assert (forgetful.with_dups > 0) == (mode == "keyed")  # only a keyed tool's ladder reruns on a key
 
 

@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from crashlab.engine.scenario import ScenarioError
 from crashlab.job import load_job
 from crashlab.loops import VARIANTS
+from crashlab.protocols.scenario import ScenarioError
 from crashlab.report import story as stories
 from crashlab.report.story import point_rows
 

@@ -11,8 +11,8 @@ import json
 import pytest
 from hypothesis import given
 
-from crashlab.faults import Faults, find, registry
 from crashlab.loops import VARIANTS
+from crashlab.protocols.fault import Faults, find, registry
 
 from .helpers import swept
 from .strategies import jobs

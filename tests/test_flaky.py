@@ -13,11 +13,11 @@ import re
 import pytest
 
 from crashlab.api import explain, loop, render
-from crashlab.check.outcome import Outcome, flaky_outcome
-from crashlab.engine.points import Recorder
-from crashlab.engine.scenario import trace_of
 from crashlab.engine.sweep import sweep as sweep_setup
 from crashlab.errors import Stray
+from crashlab.protocols.outcome import Outcome, flaky_outcome
+from crashlab.protocols.points import Recorder
+from crashlab.protocols.scenario import trace_of
 from crashlab.runners import RunnerSpec
 
 from .racy_loop import EFFECTS, racy, steady

@@ -21,12 +21,12 @@ import pytest
 from hypothesis import given
 
 import crashlab
-from crashlab.engine.points import Crash, HarnessError
-from crashlab.engine.scenario import Setup
 from crashlab.engine.sweep import sweep
 from crashlab.errors import Stray
 from crashlab.loops import VARIANTS
 from crashlab.loops.designs import DESIGNS, DesignLoop
+from crashlab.protocols.points import Crash, HarnessError
+from crashlab.protocols.scenario import Setup
 from crashlab.runners import RunnerSpec
 from crashlab.runners.inprocess import InProcess, file_stores, memory_store
 
@@ -300,7 +300,7 @@ def test_a_crash_that_never_happens_fails_the_scenario(triage, store, crashes):
 def test_every_crash_of_every_sound_scenario_happened_where_it_was_asked(triage):
     """The converse: in every design's double crashes, process k dies at exactly its k-th crash point."""
     for slug in DESIGNS:
-        (tree,) = sweep(Setup(VARIANTS[slug], triage)).trees
+        (tree,) = sweep(Setup(VARIANTS[slug], triage), RunnerSpec()).trees
         for i, restart in enumerate(tree.root.after, start=1):
             for j in range(1, len(restart.labels) + 1, 5):
                 run = run_scenario(VARIANTS[slug], triage, (i, j))

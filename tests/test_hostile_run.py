@@ -23,10 +23,10 @@ import pytest
 
 from crashlab.durable.checkpoint import Checkpoint, TurnRecord
 from crashlab.durable.store import MAX_CHECKPOINT_BYTES, FileStore
-from crashlab.engine.points import Recorder
 from crashlab.job import Call
 from crashlab.job.reader import MAX_CALLS, TEXT_LIMITS
-from crashlab.runners.program import locked
+from crashlab.program import locked
+from crashlab.protocols.points import Recorder
 
 from .conftest import ROOT, SCENARIOS
 from .test_hostile_input import assert_refused

@@ -256,7 +256,7 @@ def test_what_a_killed_sweep_left_is_removed_by_the_next(cli, tmp_path):
 def test_the_scratch_a_killed_sweep_left_is_removed_by_the_next():
     """A SIGKILLed sweep cannot remove its stores, run directories and services' databases: the next sweep
     removes each scratch directory whose maker is dead, and no other."""
-    from crashlab.runners.scratch import SCRATCH, scratch
+    from crashlab.scratch import SCRATCH, scratch
 
     process = subprocess.Popen([sys.executable, "-m", "crashlab", "sweep", "--kill", "--variant", "keys",
                                 "--workers", "1", "--no-share"], cwd=ROOT, stdout=subprocess.DEVNULL,

@@ -12,14 +12,14 @@ import signal
 import pytest
 from hypothesis import given, settings
 
-from crashlab.engine.points import HarnessError
-from crashlab.engine.scenario import Setup
 from crashlab.engine.sweep import sweep
 from crashlab.errors import Stray
-from crashlab.faults import parse_tags
 from crashlab.job import load_job
 from crashlab.loops import VARIANTS, yours
 from crashlab.loops.designs import DESIGNS, DesignLoop
+from crashlab.protocols.fault import parse_tags
+from crashlab.protocols.points import HarnessError
+from crashlab.protocols.scenario import Setup
 from crashlab.runners import RunnerSpec
 from crashlab.runners import forked as kill
 from crashlab.world import TRACKER_MODES

@@ -16,17 +16,18 @@ import pytest
 from hypothesis import given, settings
 
 from crashlab.durable.checkpoint import Checkpoint, CheckpointError, TurnRecord
-from crashlab.engine.points import Recorder
-from crashlab.engine.scenario import Setup
 from crashlab.engine.sweep import sweep
-from crashlab.engine.variant import Variant
 from crashlab.faults.late_delivery import Delivery, InFlight
 from crashlab.job import Call
 from crashlab.loops import FAMILIES, VARIANTS
 from crashlab.loops.agent import LOOKUP, AgentLoop, ladder
 from crashlab.loops.keys import key
 from crashlab.loops.tools import toolbox
+from crashlab.protocols.points import Recorder
+from crashlab.protocols.scenario import Setup
+from crashlab.protocols.variant import Variant
 from crashlab.report.story import find_scenario
+from crashlab.runners import RunnerSpec
 from crashlab.world import Fenced, Tracker, Wire
 from crashlab.world.sqlite import Database, SqliteTracker
 
@@ -185,7 +186,7 @@ def test_a_loop_that_resends_under_a_fenced_key_is_refused(triage):
 
 def test_a_loop_that_does_not_save_the_new_key_duplicates_when_a_restart_dies_after_the_resend(triage):
     honest = swept("agent-fencing", triage, depth=2).row()
-    forgetful = sweep(Setup(fencing_agent("unsaved-fence", unsaved_fence), triage), depth=2).row()
+    forgetful = sweep(Setup(fencing_agent("unsaved-fence", unsaved_fence), triage), RunnerSpec(), depth=2).row()
     assert (honest.dups, honest.missing) == (0, 0) and forgetful.dups > 0
 
 

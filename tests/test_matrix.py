@@ -6,7 +6,7 @@ duplicates, then questions; clean if none), with that outcome's count from the f
 
 import json
 
-from crashlab.faults import registry
+from crashlab.protocols.fault import registry
 from crashlab.report.matrix import OUTCOMES, column, matrix, worst
 
 from .helpers import faults

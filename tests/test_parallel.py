@@ -7,8 +7,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from crashlab.engine.points import Recorder
 from crashlab.job import Call
+from crashlab.protocols.points import Recorder
 from crashlab.world.sqlite import Database, SqliteTracker
 
 
@@ -23,7 +23,7 @@ def unpatched(monkeypatch):
     import threading
     import time
 
-    from crashlab.engine import schedule
+    from crashlab.protocols import schedule
 
     for owner, name in ((concurrent.futures.ThreadPoolExecutor, "submit"), (concurrent.futures.thread._WorkItem, "run"),
                         (threading.Thread, "start"), (time, "sleep"), (threading.Event, "wait"),
@@ -89,8 +89,8 @@ def pooled(labels: list[str], nested: bool = False) -> None:
 
 def scheduled(picks=(), nested=False):
     """The points one scheduled run of `pooled` passes, and the decisions it noted."""
-    from crashlab.engine.points import recording
-    from crashlab.engine.schedule import scheduling
+    from crashlab.protocols.points import recording
+    from crashlab.protocols.schedule import scheduling
 
     points, results = Recorder(), []
     points.start_process()
@@ -124,8 +124,8 @@ def scheduled_asyncio(picks=()):
     import asyncio
 
     import crashlab
-    from crashlab.engine.points import recording
-    from crashlab.engine.schedule import scheduling
+    from crashlab.protocols.points import recording
+    from crashlab.protocols.schedule import scheduling
 
     def tool(name: str) -> None:
         crashlab.point(f"{name}-sent")
@@ -169,8 +169,8 @@ def interleaved_sweep(setups, limit, **options):
     from dataclasses import replace
 
     from crashlab.engine.sweep import sweep_all
-    from crashlab.faults import Faults
     from crashlab.faults.interleave import Interleave
+    from crashlab.protocols.fault import Faults
     from crashlab.runners import RunnerSpec
 
     faulted = [replace(setup, faults=Faults.of([Interleave(limit=limit)])) for setup in setups]
@@ -198,8 +198,8 @@ def first_duplicated(sweep) -> set[tuple[str, ...]]:
 
 @pytest.mark.slow
 def test_langgraph_default_parallel_tool_node_sweeps_the_same_twice_with_no_flaky_scenario(triage):
-    from crashlab.engine.scenario import Setup
     from crashlab.loops import VARIANTS
+    from crashlab.protocols.scenario import Setup
 
     setup = Setup(VARIANTS["langgraph-parallel"], triage)
     first, second = (interleaved_sweep([setup], 2, workers=2)[0] for _ in range(2))
@@ -216,8 +216,8 @@ def test_an_event_loop_runtime_s_default_concurrency_sweeps_the_same_twice_with_
     """The OpenAI Agents SDK and the Microsoft Agent Framework start a reply's tools together, each sync tool on a
     thread (`asyncio.to_thread`), and their event loop waits for them: unscheduled, the sweep refuses the loop as
     not deterministic."""
-    from crashlab.engine.scenario import Setup
     from crashlab.loops import VARIANTS
+    from crashlab.protocols.scenario import Setup
 
     setup = Setup(VARIANTS[slug], triage)
     first, second = (interleaved_sweep([setup], 8, workers=2)[0] for _ in range(2))
@@ -319,8 +319,8 @@ def test_a_thread_that_polls_with_sleep_lets_the_task_it_waits_for_run():
     import time
 
     import crashlab
-    from crashlab.engine.points import recording
-    from crashlab.engine.schedule import scheduling
+    from crashlab.protocols.points import recording
+    from crashlab.protocols.schedule import scheduling
 
     done: list[str] = []
 

@@ -7,9 +7,9 @@ import pytest
 
 pytest.importorskip("matplotlib")
 
-from crashlab.check.outcome import Outcome
 from crashlab.job import load_job
 from crashlab.loops.designs import DESIGNS
+from crashlab.protocols.outcome import Outcome
 from crashlab.report import plot
 
 from .conftest import SCENARIOS

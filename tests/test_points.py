@@ -2,7 +2,7 @@
 
 import pytest
 
-from crashlab.engine.points import Crash, Recorder
+from crashlab.protocols.points import Crash, Recorder
 
 
 def test_each_process_crashes_at_its_own_index_and_the_last_runs_free():

@@ -17,8 +17,8 @@ from hypothesis import given, settings
 from crashlab.durable.checkpoint import Checkpoint
 from crashlab.durable.disk import BLOCK, MODELS, Disk
 from crashlab.durable.store import FileStore, MemoryStore
-from crashlab.engine.points import Recorder
 from crashlab.loops import FAMILIES, VARIANTS
+from crashlab.protocols.points import Recorder
 
 from .helpers import scenario, swept
 from .oracle import shared_is_re_executed

@@ -12,12 +12,13 @@ from dataclasses import replace
 import pytest
 from hypothesis import given, settings
 
-from crashlab.engine.scenario import Setup
 from crashlab.engine.sweep import sweep
-from crashlab.engine.variant import Variant
 from crashlab.loops import FAMILIES, VARIANTS
 from crashlab.loops.agent import AgentLoop
 from crashlab.loops.tools import toolbox
+from crashlab.protocols.scenario import Setup
+from crashlab.protocols.variant import Variant
+from crashlab.runners import RunnerSpec
 
 from .helpers import faults, scenario, swept
 from .oracle import shared_is_re_executed
@@ -63,7 +64,7 @@ def test_a_keyed_loop_under_the_old_run_id_loses_every_effect_and_believes_it_do
 @pytest.mark.parametrize("mode", ["keyed", "lookup"])
 def test_the_agent_s_fresh_run_id_is_what_saves_it(triage, mode):
     honest = swept(f"agent-{mode}", triage, REUSED, depth=1).row()
-    reusing = sweep(Setup(reusing_agent(mode), triage, faults(REUSED)), depth=1).row()
+    reusing = sweep(Setup(reusing_agent(mode), triage, faults(REUSED)), RunnerSpec(), depth=1).row()
     assert (honest.missing, honest.wrong) == (0, 0)
     assert reusing.missing > 0 and reusing.wrong >= reusing.missing
 

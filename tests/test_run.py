@@ -8,9 +8,9 @@ import subprocess
 import sys
 
 from crashlab.durable.checkpoint import Checkpoint, TurnRecord
-from crashlab.engine.points import Recorder
 from crashlab.job import Call, load_job
-from crashlab.runners.program import locked
+from crashlab.program import locked
+from crashlab.protocols.points import Recorder
 from crashlab.world.sqlite import Database, open_world
 
 from .conftest import ROOT, SCENARIOS

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from crashlab.durable.fuse import Layer, unusable
-from crashlab.runners.program import make
+from crashlab.program import make
 
 from .test_run import TRIAGE, crashlab
 

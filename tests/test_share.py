@@ -12,12 +12,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from crashlab.engine.parallel import close_runner, worker_runner
-from crashlab.engine.scenario import Setup
 from crashlab.engine.sweep import sweep, sweep_all
 from crashlab.engine.tree import Tally
 from crashlab.job import find_job
 from crashlab.loops import FAMILIES, VARIANTS
 from crashlab.loops.designs import DESIGNS
+from crashlab.protocols.scenario import Setup
 from crashlab.runners import RunnerSpec
 
 from .helpers import swept
@@ -91,7 +91,7 @@ def test_each_distinct_state_is_run_once(triage):
         started.append(run.process)
         variant.entry(run)
 
-    row = sweep(Setup(replace(variant, entry=counting), triage)).row()
+    row = sweep(Setup(replace(variant, entry=counting), triage), RunnerSpec()).row()
     assert len(started) == 2 + row.distinct  # the uninterrupted run twice, then each distinct state once
     assert row.distinct < row.scenarios / 10
 
@@ -123,6 +123,6 @@ def test_a_worker_keeps_one_runner_from_unit_to_unit_until_another_kind_is_asked
 def test_any_number_of_workers_gives_the_same_sweep(share):
     job = find_job("read-only")
     setups = [Setup(VARIANTS["after-reply"], job), Setup(VARIANTS["agent-keyless"], job)]
-    one, two = (sweep_all(setups, depth=3 if share else 2, share=share, workers=workers) for workers in (1, 2))
+    one, two = (sweep_all(setups, RunnerSpec(), depth=3 if share else 2, share=share, workers=workers) for workers in (1, 2))
     for a, b in zip(one, two, strict=True):
         assert_equal(a, b)

@@ -6,8 +6,8 @@ import pytest
 
 from crashlab.durable.checkpoint import FORMAT, Checkpoint, CheckpointError, TurnRecord
 from crashlab.durable.store import FileStore, MemoryStore
-from crashlab.engine.points import Crash, Recorder
 from crashlab.job import Call
+from crashlab.protocols.points import Crash, Recorder
 
 OLD = Checkpoint.new("run-1")
 NEW = OLD.with_turn(TurnRecord.reply(1, (Call("A", "create_issue", {"title": "t", "body": "b"}),)))

@@ -8,11 +8,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from crashlab import point
-from crashlab.engine.scenario import Setup
 from crashlab.engine.sweep import sweep
 from crashlab.loops import FAMILIES, VARIANTS
 from crashlab.loops.designs import DESIGNS, DesignLoop
 from crashlab.loops.tools import invoke
+from crashlab.protocols.scenario import Setup
+from crashlab.runners import RunnerSpec
 from crashlab.world import NoReply
 
 from .helpers import faults, outcome, scenario, swept
@@ -101,7 +102,7 @@ def test_a_loop_that_takes_a_timeout_for_a_failure_is_caught_losing_the_effect(t
     """The hostile loop: it never duplicates, and the harness still counts what it lost and got wrong."""
     hostile = replace(VARIANTS["after-reply"], slug="gives-up", name="gives up",
                       entry=lambda run: GivesUp(DESIGNS["after-reply"], run).run())
-    uncrashed = [s for s in sweep(Setup(hostile, triage, faults("timeout")), depth=1).scenarios() if not s.crashes]
+    uncrashed = [s for s in sweep(Setup(hostile, triage, faults("timeout")), RunnerSpec(), depth=1).scenarios() if not s.crashes]
     lost = [s for s in uncrashed if s.id.endswith("-lost")]
     assert lost and all(s.outcome.missing or s.outcome.wrong for s in lost)
     assert all(s.outcome.extra == 0 for s in uncrashed)  # it never resends, so a timeout alone never duplicates

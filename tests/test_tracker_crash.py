@@ -11,10 +11,10 @@ import json
 import pytest
 from hypothesis import given, settings
 
-from crashlab.engine.points import Recorder
 from crashlab.faults.tracker_crash import COMMITS, CommittingTracker
 from crashlab.job import Call
 from crashlab.loops import FAMILIES, VARIANTS
+from crashlab.protocols.points import Recorder
 from crashlab.world import Clock, Tracker
 
 from .helpers import scenario, swept

@@ -14,12 +14,13 @@ from hypothesis import strategies as st
 
 import crashlab
 from crashlab.api import sweep
-from crashlab.check.outcome import Outcome, flaky_outcome
-from crashlab.engine.scenario import ScenarioResult, Setup, scenario_id
 from crashlab.engine.sweep import sweep as sweep_setup
 from crashlab.loops import VARIANTS
 from crashlab.loops.designs import DESIGNS, DesignLoop
+from crashlab.protocols.outcome import Outcome, flaky_outcome
+from crashlab.protocols.scenario import ScenarioResult, Setup, scenario_id
 from crashlab.report.windows import Window, describe, windows
+from crashlab.runners import RunnerSpec
 
 from .test_api import EFFECTS, example
 
@@ -220,7 +221,7 @@ class Logging:
 def test_the_windows_count_does_not_grow_with_how_densely_a_loop_is_marked(triage, share):
     """The scenarios and duplicates grow with each no-op point; the windows and distinct states do not."""
     rows = [sweep_setup(Setup(replace(VARIANTS["after-reply"], slug=f"logs-{n}", entry=Logging(n)), triage),
-                        share=share).row() for n in (0, 1, 3)]
+                        RunnerSpec(), share=share).row() for n in (0, 1, 3)]
     assert rows[0].scenarios < rows[1].scenarios < rows[2].scenarios
     assert rows[0].dups < rows[1].dups < rows[2].dups
     assert rows[0].windows == rows[1].windows == rows[2].windows > 0

@@ -6,8 +6,8 @@ protocol, and a loop must not be able to tell them apart.
 
 import pytest
 
-from crashlab.engine.points import Crash, Recorder
 from crashlab.job import Call, load_job
+from crashlab.protocols.points import Crash, Recorder
 from crashlab.world import Fenced, NoSuchIssue, Person, Tracker, TrackerProtocol
 from crashlab.world.sqlite import Database, SqliteTracker, WorldError, open_world
 

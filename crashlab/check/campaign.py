@@ -16,12 +16,13 @@ from typing import Any
 
 from crashlab.check import promises
 from crashlab.engine.parallel import pool
-from crashlab.engine.scenario import Setup
 from crashlab.engine.sweep import sweep
 from crashlab.errors import HarnessError
 from crashlab.job import parse_job
 from crashlab.job.generate import job_spec
 from crashlab.loops import VARIANTS
+from crashlab.protocols.scenario import Setup
+from crashlab.runners import RunnerSpec
 
 #: Past this many, a job's violations are counted but not listed one by one.
 LISTED = 20
@@ -60,7 +61,7 @@ def check(spec: dict[str, Any], depth: int) -> Verdict:
         if variant.refuses(job):
             continue
         try:
-            swept = sweep(Setup(variant, job), depth=depth)
+            swept = sweep(Setup(variant, job), RunnerSpec(), depth=depth)
         except HarnessError as error:
             count += 1
             listed.append(Violation(variant.slug, f"the sweep failed: {error}"))

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from crashlab.engine.scenario import ScenarioResult
-from crashlab.engine.variant import Variant
 from crashlab.job import Job
+from crashlab.protocols.scenario import ScenarioResult
+from crashlab.protocols.variant import Variant
 
 
 def broken(variant: Variant, job: Job, result: ScenarioResult) -> Iterator[str]:

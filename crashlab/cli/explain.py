@@ -9,10 +9,10 @@ import click
 
 from crashlab.cli.options import check_handles, job_option, open_job, repeat_option, scheduled_option, your_setups
 from crashlab.durable.state import OnDisk
-from crashlab.engine.scenario import ScenarioError, Setup
 from crashlab.errors import BadInput
 from crashlab.job import shown
 from crashlab.loops import VARIANTS
+from crashlab.protocols.scenario import ScenarioError, Setup
 from crashlab.report import story as stories
 from crashlab.runners import RunnerSpec
 from crashlab.runners.forked import loops_own, shares

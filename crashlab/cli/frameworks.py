@@ -9,11 +9,11 @@ import click
 
 from crashlab.cli.options import MAX_DEPTH, MAX_WORKERS, job_option, names, open_job, time_limit_option
 from crashlab.engine.parallel import default_workers
-from crashlab.engine.scenario import Setup
 from crashlab.engine.tree import Row
 from crashlab.errors import BadInput, Flaky
-from crashlab.faults import Faults
 from crashlab.loops import VARIANTS
+from crashlab.protocols.fault import Faults
+from crashlab.protocols.scenario import Setup
 from crashlab.report import frameworks as report
 from crashlab.report.results import PendingResults
 from crashlab.runners import RunnerSpec

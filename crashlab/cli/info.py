@@ -7,8 +7,8 @@ import json
 import click
 
 from crashlab.cli.options import open_job
-from crashlab.faults import registry
 from crashlab.job import shipped_jobs
+from crashlab.protocols.fault import registry
 from crashlab.report.tables import grid
 
 

@@ -7,13 +7,15 @@ from typing import Any, cast
 
 import click
 
-from crashlab.engine.scenario import Setup
-from crashlab.engine.variant import Variant
+from crashlab.durable.store import StoreKind
 from crashlab.errors import BadInput
-from crashlab.faults import Faults, registry
 from crashlab.job import Job, find_job, shown
 from crashlab.loops import FAMILIES, VARIANTS, yours
-from crashlab.runners import TIME_LIMIT, RunnerSpec, StoreKind
+from crashlab.protocols.fault import Faults, registry
+from crashlab.protocols.runner import TIME_LIMIT
+from crashlab.protocols.scenario import Setup
+from crashlab.protocols.variant import Variant
+from crashlab.runners import RunnerSpec
 from crashlab.world import TRACKER_MODES
 
 DEFAULT_JOB = "triage"

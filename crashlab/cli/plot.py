@@ -7,9 +7,9 @@ from pathlib import Path
 import click
 
 from crashlab.cli.options import choose, job_option, runner_for, variant_options
-from crashlab.engine.scenario import Setup
 from crashlab.engine.sweep import sweep_all
 from crashlab.errors import BadInput
+from crashlab.protocols.scenario import Setup
 
 #: `plot --out`: the picture formats, by file extension (crashlab.report.plot.FORMATS, which imports matplotlib).
 PLOT_FORMATS = ("png", "pdf", "svg")

@@ -10,11 +10,11 @@ from typing import TypeVar
 
 import click
 
+from crashlab import program
 from crashlab.cli.options import open_job
 from crashlab.job import Call
 from crashlab.report.story import describe
 from crashlab.report.tables import grid
-from crashlab.runners import program
 from crashlab.world import TRACKER_MODES, Record
 from crashlab.world.sqlite import SqlitePerson
 

@@ -25,20 +25,21 @@ from crashlab.cli.options import (
     time_limit_option,
     variant_options,
 )
+from crashlab.durable.store import STORE_KINDS
 from crashlab.engine.parallel import default_workers
-from crashlab.engine.scenario import ScenarioResult, Setup
 from crashlab.engine.sweep import sweep_all
 from crashlab.engine.tree import Row, VariantSweep
-from crashlab.engine.variant import Variant
 from crashlab.errors import BadInput, CheckFailed, Flaky
-from crashlab.faults import every_setting, servable
 from crashlab.faults.interleave import LIMIT, MOST, bounded
 from crashlab.job import Job
 from crashlab.loops import VARIANTS
+from crashlab.protocols.fault import every_setting, servable
+from crashlab.protocols.scenario import ScenarioResult, Setup
+from crashlab.protocols.variant import Variant
 from crashlab.report import golden, matrix, tables
 from crashlab.report.results import PendingResults
 from crashlab.report.windows import describe, windows
-from crashlab.runners import STORE_KINDS, RunnerSpec, check_runs
+from crashlab.runners import RunnerSpec
 
 #: `sweep --max-scenarios`: about a minute of scenarios in process (the depth-3 book sweep is 58,695), and
 #: hours of them killed for real; past it, a sweep is a mistake more often than a plan.
@@ -257,7 +258,7 @@ def every_fault(variants: list[Variant], job: Job, spec: RunnerSpec, depth: int,
                     if {f.slug for f in faults.members} <= set(servable()) and not faults.cuts]
     for faults in settings:
         for variant in variants:
-            check_runs(Setup(variant, job, faults), spec)
+            spec.check(Setup(variant, job, faults))
     pending = PendingResults(out) if out is not None else None
     try:
         records: list[dict[str, Any]] = []

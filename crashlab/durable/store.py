@@ -17,14 +17,16 @@ import errno
 import os
 import stat
 from pathlib import Path
-from typing import BinaryIO, Protocol
+from typing import BinaryIO, Literal, Protocol
 
 from crashlab.durable.checkpoint import Checkpoint, CheckpointError
 from crashlab.durable.disk import Disk, Survivor
-from crashlab.engine.points import Recorder
 from crashlab.job.reader import MAX_CALLS, TEXT_LIMITS
+from crashlab.protocols.points import Recorder
 
-STORE_KINDS = ("memory", "files")
+#: Where crashlab's own loops keep their checkpoints in a sweep: in memory, or in files.
+StoreKind = Literal["memory", "files"]
+STORE_KINDS: tuple[StoreKind, ...] = ("memory", "files")
 
 #: What a store holds, as a value: its files' names and bytes, sorted by name. What a death leaves.
 Files = tuple[tuple[str, bytes], ...]

@@ -17,12 +17,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from crashlab.engine.scenario import ScenarioRun, departure, trace_of
 from crashlab.engine.tree import Trunk
 from crashlab.errors import BadInput
+from crashlab.protocols.scenario import ScenarioRun, departure, trace_of
 
 if TYPE_CHECKING:
-    from crashlab.runners import Runner
+    from crashlab.protocols.runner import Runner
 
 #: What a refusal tells the user to do instead.
 INSTEAD = "sweep it without --state-in-run-dir, which re-executes every scenario"

@@ -26,11 +26,11 @@ from multiprocessing.util import Finalize
 from types import FrameType
 from typing import Any
 
-from crashlab.engine.death import Choice
 from crashlab.engine.tree import Advance, Branch, Life, Trunk
 from crashlab.errors import BadInput
-from crashlab.runners import Runner, RunnerSpec
-from crashlab.runners.group import dies_with
+from crashlab.lifeline import dies_with
+from crashlab.protocols.death import Choice
+from crashlab.protocols.runner import Runner, Runners
 
 Grown = list[tuple[Choice, Life]]
 
@@ -40,7 +40,7 @@ Grown = list[tuple[Choice, Life]]
 _memo: tuple[bytes, dict] = (b"", {})
 
 
-def grow_branches(branches: tuple[Branch, ...], spec: RunnerSpec) -> list[Grown]:
+def grow_branches(branches: tuple[Branch, ...], spec: Runners) -> list[Grown]:
     """Grow neighbouring branches of one tree with a runner of `spec`'s: the unit of work.
 
     Neighbours are sent together because their restarts meet the same states most often, so the
@@ -64,7 +64,7 @@ def grow_branches(branches: tuple[Branch, ...], spec: RunnerSpec) -> list[Grown]
 _held = threading.local()
 
 
-def worker_runner(spec: RunnerSpec) -> Runner:
+def worker_runner(spec: Runners) -> Runner:
     """This thread's runner of `spec`, opened on first use and kept open until the worker ends (`close_runner`)."""
     held = getattr(_held, "runner", None)
     if held is not None and held[0] == spec:
@@ -101,7 +101,7 @@ def units(trunks: list[Trunk], workers: int) -> list[tuple[Branch, ...]]:
     return [tuple(t.branches[k:k + size]) for t in trunks for k in range(0, len(t.branches), size)]
 
 
-def grow_everywhere(trunks: list[Trunk], spec: RunnerSpec, workers: int, scheduler: str | None,
+def grow_everywhere(trunks: list[Trunk], spec: Runners, workers: int, scheduler: str | None,
                     advance: Advance) -> list[list[Grown]]:
     """Every trunk's branches grown on `workers` processes or a Dask cluster, back in their order."""
     def done(grown: list[Grown]) -> None:

@@ -13,31 +13,32 @@ from dataclasses import dataclass, replace
 from math import comb
 
 from crashlab.engine.copies import check_copies
-from crashlab.engine.death import Choice
-from crashlab.engine.scenario import ScenarioRun, Setup
 from crashlab.engine.tree import Advance, Life, Trunk, VariantSweep, _ignore, trunk
 from crashlab.errors import BadInput
-from crashlab.faults import Faults
-from crashlab.runners import Runner, RunnerSpec, check_runs
+from crashlab.protocols.death import Choice
+from crashlab.protocols.fault import Faults
+from crashlab.protocols.runner import Runner, Runners
+from crashlab.protocols.scenario import ScenarioRun, Setup
 
 
-def sweep(setup: Setup, spec: RunnerSpec = RunnerSpec(), depth: int = 2, share: bool = True, workers: int = 1,
+def sweep(setup: Setup, spec: Runners, depth: int = 2, share: bool = True, workers: int = 1,
           scheduler: str | None = None, advance: Advance = _ignore, repeat: int = 1, strays_fail: bool = True,
           baselines: int = 2) -> VariantSweep:
-    """Every scenario of `setup` of up to `depth` crashes; `share=False` re-executes each (the oracle)."""
+    """Every scenario of `setup` of up to `depth` crashes, on the runners `spec` opens; `share=False` re-executes
+    each (the oracle)."""
     return sweep_all([setup], spec, depth, share, workers, scheduler, advance, repeat, strays_fail, baselines)[0]
 
 
-def sweep_all(setups: Sequence[Setup], spec: RunnerSpec = RunnerSpec(), depth: int = 2, share: bool = True,
+def sweep_all(setups: Sequence[Setup], spec: Runners, depth: int = 2, share: bool = True,
               workers: int = 1, scheduler: str | None = None, advance: Advance = _ignore, repeat: int = 1,
               strays_fail: bool = True, baselines: int = 2, max_scenarios: int | None = None) -> list[VariantSweep]:
     """Sweep every setup: here with one worker, on a process pool with more, on a Dask cluster with `scheduler`.
 
-    A setup its runner cannot start from snapshots (`RunnerSpec.shares`) re-executes every scenario, whatever
+    A setup its runner cannot start from snapshots (`Runners.shares`) re-executes every scenario, whatever
     `share` says. With `max_scenarios`, a sweep of more scenarios is refused, before it grows or as it does (`Bound`).
     """
     for setup in setups:
-        check_runs(setup, spec)
+        spec.check(setup)
     options = {"depth": depth, "repeat": repeat, "strays_fail": strays_fail, "baselines": baselines}
     bound = Bound(max_scenarios, depth)
     advance = bound.counting(advance)

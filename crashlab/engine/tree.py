@@ -17,10 +17,12 @@ from itertools import zip_longest
 from operator import attrgetter
 from typing import TYPE_CHECKING
 
-from crashlab.check.outcome import COUNT_KEYS, Counts, Failure, Outcome, failure, flaky_outcome
-from crashlab.engine.death import Choice, Left
-from crashlab.engine.points import named
-from crashlab.engine.scenario import (
+from crashlab.errors import Stray
+from crashlab.protocols.death import Choice, Left
+from crashlab.protocols.fault import Faults
+from crashlab.protocols.outcome import COUNT_KEYS, Counts, Failure, Outcome, failure, flaky_outcome
+from crashlab.protocols.points import named
+from crashlab.protocols.scenario import (
     ScenarioResult,
     ScenarioRun,
     Setup,
@@ -29,11 +31,9 @@ from crashlab.engine.scenario import (
     check_retrace,
     scenario_id,
 )
-from crashlab.errors import Stray
-from crashlab.faults import Faults
 
 if TYPE_CHECKING:
-    from crashlab.runners import Runner
+    from crashlab.protocols.runner import Runner
 
 Advance = Callable[[int], None]
 

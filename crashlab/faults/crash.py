@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from crashlab.faults import Capability, Fault
+from crashlab.protocols.fault import Capability, Fault
 
 
 class Crash(Fault):

@@ -12,9 +12,9 @@ from dataclasses import replace
 from functools import partial
 from typing import Any, ClassVar
 
-from crashlab.engine.points import Recorder
-from crashlab.faults import Fault, Setting
 from crashlab.job import Job, Turn
+from crashlab.protocols.fault import Fault, Setting
+from crashlab.protocols.points import Recorder
 from crashlab.world import Model, Parts
 
 DRIFTS = ("ids", "order")

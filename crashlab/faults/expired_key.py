@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import replace
 
-from crashlab.engine.death import Death, Left
-from crashlab.faults import Fault, Serving
+from crashlab.protocols.death import Death, Left
+from crashlab.protocols.fault import Fault, Serving
 
 #: The downtimes before a restart, in hours: ~1 an hour, well within the 24 a keyed tracker keeps a
 #: key; ~2 two days, past it.

@@ -1,6 +1,6 @@
 """`interleave`: a reply's parallel tool calls reach the world in another order.
 
-A loop that runs its tool calls on threads is scheduled by the harness (`crashlab.engine.schedule`):
+A loop that runs its tool calls on threads is scheduled by the harness (`crashlab.protocols.schedule`):
 one thread runs at a time, and at each crash point, task start and end, and wait on another thread,
 a decision names which goes on. The plain sweep runs the default schedule (a thread goes on until it
 blocks or ends, then the first by number). Under this fault, the sweep also runs the schedules that
@@ -18,13 +18,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, ClassVar
 
-from crashlab.engine.scenario import EFFECTS
 from crashlab.errors import BadInput
-from crashlab.faults import Capability, Fault, Faults, Serving
+from crashlab.protocols.fault import Capability, Fault, Faults, Serving, Swept
+from crashlab.protocols.scenario import EFFECTS
 
 if TYPE_CHECKING:
-    from crashlab.engine.scenario import ScenarioRun
-    from crashlab.engine.tree import VariantSweep
+    from crashlab.protocols.scenario import ScenarioRun
 
 #: How many schedules a sweep under the fault runs at most, the default's included, unless `--interleavings`
 #: says otherwise. The table says how many it ran of how many there were.
@@ -109,14 +108,14 @@ class Interleave(Fault):
     def schedule(self) -> tuple[int, ...]:
         return tuple(int(p) for p in self.values)
 
-    def variations(self, without: VariantSweep) -> Iterable[Fault]:
+    def variations(self, without: Swept) -> Iterable[Fault]:
         if not without.setup.variant.scheduled:
             raise BadInput(f"--fault interleave orders the threads of a loop that runs its tool calls on a thread "
                            f"pool, and {without.setup.variant.slug}'s threads are not scheduled")
         picked, _ = schedules(decisions_of(without.first), self.limit)
         return [Interleave(".".join(map(str, picks))) for picks in picked]
 
-    def explored(self, sweep: VariantSweep) -> str:
+    def explored(self, sweep: Swept) -> str:
         """How many schedules the sweep ran, of how many one departure from the default makes."""
         if self.value:
             return f"={self.value}"

@@ -19,11 +19,11 @@ from dataclasses import dataclass, replace
 from itertools import count
 from typing import Any
 
-from crashlab.engine.death import Death, Left, NoSuchChoice
-from crashlab.engine.points import Event
 from crashlab.errors import BadInput
-from crashlab.faults import Fault, Serving
 from crashlab.job import Call
+from crashlab.protocols.death import Death, Left, NoSuchChoice
+from crashlab.protocols.fault import Fault, Serving
+from crashlab.protocols.points import Event
 from crashlab.world import Parts, Relay, Tracker, Wire
 
 

@@ -27,9 +27,9 @@ from dataclasses import replace
 from typing import ClassVar
 
 from crashlab.durable.disk import MODELS, SYNCS
-from crashlab.engine.death import Death, Left
-from crashlab.engine.points import Event
-from crashlab.faults import Capability, Fault, Serving, Setting
+from crashlab.protocols.death import Death, Left
+from crashlab.protocols.fault import Capability, Fault, Machine, Serving, Setting
+from crashlab.protocols.points import Event
 
 #: What a rename has made durable, as a scenario's story says it at the point ``renamed``: by sync, and
 #: under ``--sync none`` by model too (with ``file`` the data is synced, and the models differ in the rename only).
@@ -72,8 +72,15 @@ class PowerCut(Fault):
             yield left.then(f"the power cut left {survivor.what}", s, replace(left.durable, files=files))
 
     def serve(self, serving: Serving) -> Serving:
-        """The service as it is: the cut is the loop's machine's, made by the forked runner's layer."""
-        return serving
+        """The service as it is: the cut is the loop's machine's (`died`), and leaves one state of its run directory."""
+        return replace(serving, leaves=(*serving.leaves,
+                                        "the power cut left in the run directory only what its syncs made durable"))
+
+    def died(self, machine: Machine) -> None:
+        """Where the loop runs for real, its machine's power goes with it: the page cache under its run directory
+        (the forked runner's power-cut layer) keeps only what the loop's syncs made durable."""
+        if machine.page_cache is not None:
+            machine.note("power-cut", lost=machine.page_cache.cut())
 
     def note(self, event: Event) -> str | None:
         """At the point ``renamed``, what the rename made durable on this disk, and what not yet; at a cut of

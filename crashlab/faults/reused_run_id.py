@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-from crashlab.faults import Fault
+from crashlab.protocols.fault import Fault
 from crashlab.world import WorldState
 
 

@@ -17,15 +17,14 @@ from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from crashlab.engine.points import Event
 from crashlab.errors import BadInput
-from crashlab.faults import Fault, Serving
 from crashlab.job import Call
+from crashlab.protocols.fault import Fault, Serving, Swept
+from crashlab.protocols.points import Event
 from crashlab.world import NoReply, Parts, Relay, Wire
 
 if TYPE_CHECKING:
-    from crashlab.engine.scenario import ScenarioRun
-    from crashlab.engine.tree import VariantSweep
+    from crashlab.protocols.scenario import ScenarioRun
 
 #: The two ways a request can time out: applied, its reply lost; or lost before the tracker saw it.
 WAYS = ("applied", "lost")
@@ -75,7 +74,7 @@ class Timeout(Fault):
         at, _, way = self.value.partition("-")
         return replace(parts, relays=(*parts.relays, partial(Deadline, at=int(at), applied=way == "applied")))
 
-    def variations(self, without: VariantSweep) -> Iterable[Fault]:
+    def variations(self, without: Swept) -> Iterable[Fault]:
         requests = sum(1 for e in without.first.points.events
                        if e.kind == "request" and e.label != "search" and e.process == 1)
         return [Timeout(f"{k}-{way}") for k in range(1, requests + 1) for way in WAYS]

@@ -13,10 +13,10 @@ from dataclasses import replace
 from functools import partial
 from typing import Any, ClassVar
 
-from crashlab.engine.death import Death, Left
-from crashlab.engine.points import Recorder
-from crashlab.faults import Fault, Serving, Setting
 from crashlab.job import Call
+from crashlab.protocols.death import Death, Left
+from crashlab.protocols.fault import Fault, Serving, Setting
+from crashlab.protocols.points import Recorder
 from crashlab.service.store import COMMITS  # the commit orders, as crashlab's service names them
 from crashlab.world import Clock, Parts, Tracker, TrackerMode, World, WorldState
 from crashlab.world.tracker import Applied

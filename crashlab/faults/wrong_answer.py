@@ -13,15 +13,14 @@ from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING, ClassVar
 
-from crashlab.engine.points import Recorder
 from crashlab.errors import BadInput
-from crashlab.faults import Fault, Serving
 from crashlab.job import Call
+from crashlab.protocols.fault import Fault, Serving, Swept
+from crashlab.protocols.points import Recorder
 from crashlab.world import Parts, Person, Record, TrackerProtocol
 
 if TYPE_CHECKING:
-    from crashlab.engine.scenario import ScenarioResult, ScenarioRun
-    from crashlab.engine.tree import VariantSweep
+    from crashlab.protocols.scenario import ScenarioResult, ScenarioRun
 
 
 class WrongPerson(Person):
@@ -60,7 +59,7 @@ class WrongAnswer(Fault):
     def parts(self, parts: Parts) -> Parts:
         return replace(parts, person=partial(WrongPerson, wrong_at=self.question))
 
-    def variations(self, without: VariantSweep) -> Iterable[Fault]:
+    def variations(self, without: Swept) -> Iterable[Fault]:
         asked = max((s.outcome.asks for s in without.scenarios()), default=0)
         return [WrongAnswer(str(k)) for k in range(1, asked + 1)]
 

@@ -9,7 +9,6 @@ the file, the place and the problem.
 
 from __future__ import annotations
 
-import datetime
 import hashlib
 import os
 import re
@@ -21,8 +20,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from crashlab.errors import BadInput
+from crashlab.errors import JobError
 from crashlab.job.calls import CALL_FLAGS, TOOLS, Call, Job, Turn
+from crashlab.job.values import kind, shown
 
 #: A name, run ID or call ID: ASCII letters, digits and ``_.-``, starting with a letter or digit.
 #: IDs go into idempotency keys, checkpoint files and scenario stories, so they are plain ASCII:
@@ -40,10 +40,7 @@ NOT_BLANK = frozenset({"title", "query"})
 MAX_ISSUE = 2**31 - 1
 
 #: Bounds on the file itself, checked before and while parsing so no file can exhaust memory or time.
-MAX_JOB_BYTES = 1 << 20  # 1 MiB
-MAX_DEPTH = 32  # nesting of YAML collections
-MAX_NODES = 100_000  # YAML values, counting every use of an alias as a full copy
-MAX_INT_CHARS = 20  # the written form of an integer (2**63 has 19 digits)
+MAX_JOB_BYTES = 1 << 20  # 1 MiB (the YAML's own bounds are the YAML reader's, `crashlab.job.yamlfile`)
 #: The most calls a job makes, in all its turns. Every save holds every call so far, and `explain`,
 #: `points` and a sweep keep each save's checkpoint, so their memory grows with the square of the
 #: calls: `crashlab points` on a job of 1,000 calls peaks near 370 MB (in 7 s), on one of 5,000 it
@@ -52,10 +49,6 @@ MAX_CALLS = 1000
 
 #: Where the shipped jobs live: scenarios/ in the checkout, packaged as crashlab.scenarios.
 SHIPPED = "crashlab.scenarios"
-
-
-class JobError(BadInput):
-    """A job that cannot be run; the message names the file, the place and the problem."""
 
 
 
@@ -116,26 +109,6 @@ def utf8(data: bytes, source: str, error: type[ValueError] = JobError) -> str:
 
 
 # -- checking the contract -------------------------------------------------------------------------
-
-
-def shown(value: Any) -> str:
-    """A user's value in a message: short, on one line, never walked if it is a collection."""
-    if isinstance(value, (str, int, float, bool)) or value is None:
-        text = ascii(value)
-        return text if len(text) <= 40 else text[:36] + "…" + text[-1]
-    return kind(value)
-
-
-def kind(value: Any) -> str:
-    """What a YAML value is, as a person names it: the type errors say what was found."""
-    if value is None:
-        return "null"
-    for types, name in ((bool, "a boolean"), (int, "an integer"), (float, "a number"), (str, "a string"),
-                        (list, "a list"), (dict, "a mapping"), (bytes, "binary data"), (set, "a set"),
-                        (datetime.datetime, "a date and time"), (datetime.date, "a date")):
-        if isinstance(value, types):
-            return name
-    return type(value).__name__
 
 
 def id_problem(value: Any, what: str) -> str | None:

@@ -6,7 +6,13 @@ from typing import Any
 
 import yaml
 
-from crashlab.job.reader import MAX_DEPTH, MAX_INT_CHARS, MAX_NODES, JobError, shown
+from crashlab.errors import JobError
+from crashlab.job.values import shown
+
+#: Bounds on the YAML, checked while parsing, so that no file of at most `MAX_JOB_BYTES` exhausts memory or time.
+MAX_DEPTH = 32  # nesting of YAML collections
+MAX_NODES = 100_000  # YAML values, counting every use of an alias as a full copy
+MAX_INT_CHARS = 20  # the written form of an integer (2**63 has 19 digits)
 
 
 class JobLoader(yaml.SafeLoader):

@@ -10,11 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from importlib import import_module
 
-from crashlab.engine.run import Run
-from crashlab.engine.variant import Promises, Variant
 from crashlab.errors import BadInput
 from crashlab.loops.agent import Agent
 from crashlab.loops.designs import BEYOND_THE_BOOK, DESIGNS, Design
+from crashlab.protocols.run import Run
+from crashlab.protocols.variant import Promises, Variant
 from crashlab.runtimes import Runtime, runtimes
 from crashlab.world import TRACKER_MODES
 

@@ -30,11 +30,11 @@ from dataclasses import dataclass
 
 from crashlab import point
 from crashlab.durable.checkpoint import Checkpoint, TurnRecord
-from crashlab.engine.run import Run
 from crashlab.job import Call, Turn
 from crashlab.loops.keys import key
 from crashlab.loops.life import Loop
 from crashlab.loops.tools import ToolSpec, invoke, toolbox
+from crashlab.protocols.run import Run
 from crashlab.world import DeskMode, TrackerMode, UnknownOutcome
 
 # The rungs of the resolution ladder, in the order they are tried.

@@ -17,11 +17,11 @@ from dataclasses import dataclass
 
 from crashlab import point
 from crashlab.durable.checkpoint import TurnRecord
-from crashlab.engine.run import Run
 from crashlab.job import Call, Job, Turn
 from crashlab.loops.keys import key
 from crashlab.loops.life import Loop
 from crashlab.loops.tools import invoke
+from crashlab.protocols.run import Run
 from crashlab.world import NoReply
 
 #: How many times a design's client sends a request whose reply never came, as an HTTP client's retry policy does.

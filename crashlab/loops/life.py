@@ -12,8 +12,8 @@ from typing import Any
 
 from crashlab import point
 from crashlab.durable.checkpoint import Checkpoint
-from crashlab.engine.run import Run
 from crashlab.job import Call, Turn
+from crashlab.protocols.run import Run
 
 
 class Loop:

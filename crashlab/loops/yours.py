@@ -20,14 +20,14 @@ from typing import Any, cast
 
 import yaml
 
-from crashlab.check.effects import Effect, effects_of
-from crashlab.engine.run import Entry, Run
-from crashlab.engine.scenario import Setup
-from crashlab.engine.variant import Variant
 from crashlab.errors import BadInput
 from crashlab.job import Job, Turn, shown
+from crashlab.protocols.run import Entry, Run
+from crashlab.protocols.scenario import Setup
+from crashlab.protocols.variant import Variant
 from crashlab.service.yours import YourService
 from crashlab.world import TRACKER_MODES, TrackerMode
+from crashlab.world.effects import Effect, effects_of
 
 #: What `--loop` takes for a loop of yours: a file or a module, a colon, and the entry points' names.
 SPEC = re.compile(r"(?P<where>[^:]+):(?P<attrs>[A-Za-z_][A-Za-z0-9_]*(?:,[A-Za-z_][A-Za-z0-9_]*)*)")
@@ -126,7 +126,7 @@ def setup(entry: Entry, effects: Iterable[str] | Mapping[str, Any] | Iterable[Ef
     YAML file has it, or `Effect` values), for a loop whose tools call crashlab's service (or
     `service`, one of yours in its place); or the names its tools give `run.tracker`, for a loop
     that tags its requests itself. `scheduled`: it runs tool calls on a `ThreadPoolExecutor`, whose threads
-    the harness makes take turns in an order it decides and can replay (`crashlab.engine.schedule`).
+    the harness makes take turns in an order it decides and can replay (`crashlab.protocols.schedule`).
     `state_in_run_dir`: it keeps all it keeps in its run directory (and crashlab's service), so a sweep may restart
     it from copies of what each death left, each distinct state once; on its word, which each sweep checks first
     (`crashlab.engine.copies`).

@@ -28,9 +28,9 @@ from matplotlib.patches import Patch
 from matplotlib.textpath import TextToPath
 from matplotlib.ticker import MaxNLocator
 
-from crashlab.check.outcome import Outcome
-from crashlab.engine.scenario import ScenarioResult
 from crashlab.engine.tree import VariantSweep
+from crashlab.protocols.outcome import Outcome
+from crashlab.protocols.scenario import ScenarioResult
 from crashlab.report.results import remove_stale
 
 #: The formats `draw` writes; matplotlib picks the backend for each from the format.

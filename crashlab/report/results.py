@@ -20,12 +20,12 @@ from pathlib import Path
 from typing import Any
 
 import crashlab
-from crashlab.engine.scenario import ScenarioResult
 from crashlab.engine.tree import Row
 from crashlab.errors import BadInput
 from crashlab.job import Job
+from crashlab.protocols.scenario import ScenarioResult
 from crashlab.report.tables import Columns, to_csv, to_json
-from crashlab.runners.scratch import alive
+from crashlab.scratch import alive
 
 #: The files a results directory holds; manifest.json is written last, so it vouches for the others.
 RESULT_FILES = ("scenarios.jsonl", "summary.json", "summary.csv", "manifest.json")

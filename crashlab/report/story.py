@@ -15,12 +15,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from crashlab.durable.checkpoint import Checkpoint, CheckpointError
-from crashlab.engine.points import Event
-from crashlab.engine.scenario import ScenarioError, ScenarioRun, Setup, parse_scenario_id
-from crashlab.engine.variant import Variant
-from crashlab.faults import Faults
 from crashlab.job import Job, intended
-from crashlab.runners import RunnerSpec, check_runs
+from crashlab.protocols.fault import Faults
+from crashlab.protocols.points import Event
+from crashlab.protocols.scenario import ScenarioError, ScenarioRun, Setup, parse_scenario_id
+from crashlab.protocols.variant import Variant
+from crashlab.runners import RunnerSpec
 from crashlab.world import KEY_RETENTION, Record
 
 
@@ -43,7 +43,7 @@ def find_repeats(scenario_id: str, job: Job, variants: Mapping[str, Variant],
         raise ScenarioError(reason)
     setup = Setup(variant, job, parsed.faults)
     spec = RunnerSpec("in-process" if "in-process" in variant.runners else "forked")
-    check_runs(setup, spec)
+    spec.check(setup)
     crashes, choices = parsed.crashes, parsed.choices
     with spec.open() as runner:
         baseline = runner.scenario(Setup(variant, job), ())

@@ -12,9 +12,9 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from crashlab.check.outcome import COUNT_HEADS, COUNT_KEYS
 from crashlab.engine.tree import Row
-from crashlab.engine.variant import Table
+from crashlab.protocols.outcome import COUNT_HEADS, COUNT_KEYS
+from crashlab.protocols.variant import Table
 
 #: A table's columns, by their Row keys.
 Columns = tuple[str, ...]
@@ -32,7 +32,7 @@ def depth_head(k: int) -> str:
     return DEPTH_HEADS[k - 1] if k <= len(DEPTH_HEADS) else f"{k}×"
 
 
-#: Every column's head, by its Row key: the counts' (`crashlab.check.outcome.Counts`), and the table's own.
+#: Every column's head, by its Row key: the counts' (`crashlab.protocols.outcome.Counts`), and the table's own.
 HEADS: dict[str, str] = {
     **{depth_key(k): depth_head(k) for k in range(1, 9)},
     "points": "points",

@@ -16,9 +16,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from crashlab.check.outcome import Failure, Outcome, failure
-from crashlab.engine.death import Choice
-from crashlab.engine.scenario import ScenarioResult, scenario_id
+from crashlab.protocols.death import Choice
+from crashlab.protocols.outcome import Failure, Outcome, failure
+from crashlab.protocols.scenario import ScenarioResult, scenario_id
 
 #: Which scenarios may share a window: the variant and faults, the earlier crashes, and every choice.
 Group = tuple[str, tuple[int, ...], tuple[Choice, ...]]

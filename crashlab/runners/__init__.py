@@ -1,4 +1,5 @@
-"""Runners: what runs one life of a loop, and says how it ended. A folder of them, one seam.
+"""Runners: what runs one life of a loop, and says how it ended. A folder of them, one seam
+(`crashlab.protocols.runner` is the protocol they implement).
 
 In process (`inprocess`), a crash is an exception no loop can catch and no dead process can act
 after; the runner snapshots what each death leaves, so restarts share their prefixes, and it can
@@ -11,19 +12,14 @@ from __future__ import annotations
 
 import errno
 from collections.abc import Iterator
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Literal, Protocol
 
-from crashlab.engine.death import Choice, Left
-from crashlab.engine.points import Recorder
-from crashlab.engine.scenario import ScenarioRun, Setup
-from crashlab.engine.schedule import scheduling
-from crashlab.engine.variant import RunnerKind
+from crashlab.durable.store import StoreKind
 from crashlab.errors import BadInput
-
-StoreKind = Literal["memory", "files"]
-STORE_KINDS: tuple[StoreKind, ...] = ("memory", "files")
+from crashlab.protocols.runner import TIME_LIMIT, Runner
+from crashlab.protocols.scenario import Setup
+from crashlab.protocols.variant import RunnerKind
 
 #: What each runner offers a fault: the world's parts in memory, to swap and restore from a value; a
 #: model of the page cache under the checkpoint store; snapshots of what each death leaves.
@@ -31,32 +27,14 @@ OFFERS: dict[RunnerKind, frozenset[str]] = {
     "in-process": frozenset({"world-in-memory", "page-cache", "snapshots"}),
     "forked": frozenset({"real-death"}),
 }
-#: How long one process of a scenario that runs for real may run, in seconds, before the harness kills it
-#: (``--time-limit``): a restart that hangs is stuck, a first run that hangs fails the sweep. A DBOS
-#: process, the slowest here, takes about a second.
-TIME_LIMIT = 60.0
 #: What each runner is called on the command line, for the errors that refuse a combination.
 CALLED = {"in-process": "the in-process runner", "forked": "the forked runner (--kill)"}
 
 
-class Runner(Protocol):
-    """Runs a scenario's processes, one life each, and reports what each did (its points, its events)."""
-
-    kind: RunnerKind
-
-    def scenario(self, setup: Setup, crashes: tuple[int, ...], choices: tuple[Choice, ...] = (),
-                 watch: bool = False) -> ScenarioRun:
-        """Run the scenario from nothing: process k dies at its ``crashes[k-1]``-th point, leaving the state
-        ``choices[k-1]`` names; with `watch`, note the states a death at each point of the last could leave."""
-
-    def life(self, setup: Setup, start: Left | None, crashes: tuple[int, ...], choices: tuple[Choice, ...],
-             watch: bool) -> ScenarioRun:
-        """One life, from the state `start` (None: the first process), the last of scenario `crashes`."""
-
-
 @dataclass(frozen=True)
 class RunnerSpec:
-    """Which runner, and where its checkpoints go: a plain value, so that every worker opens its own."""
+    """Which runner, and where its checkpoints go: a plain value, so that every worker opens its own (the
+    engine's `crashlab.protocols.runner.Runners`)."""
 
     kind: RunnerKind = "in-process"
     store: StoreKind = "memory"
@@ -65,6 +43,9 @@ class RunnerSpec:
     @property
     def offers(self) -> frozenset[str]:
         return OFFERS[self.kind]
+
+    def check(self, setup: Setup) -> None:
+        check_runs(setup, self)
 
     def shares(self, setup: Setup) -> bool:
         """Whether this runner starts `setup`'s restarts from snapshots of what each death left, so that equal
@@ -120,11 +101,11 @@ def check_runs(setup: Setup, spec: RunnerSpec) -> None:
         return
     if variant.calls_service:  # its world is crashlab's service, and a fault breaks the service, not a world in memory
         faults.serving()
-        if faults.cuts:
+        if cutting := next((f for f in faults.members if f.cuts), None):
             from crashlab.durable.fuse import unusable
 
             if unable := unusable():
-                raise BadInput(f"--fault power-cut cuts a loop's run directory on a FUSE layer, and here {unable}")
+                raise BadInput(f"--fault {cutting.slug} cuts a loop's run directory on a FUSE layer, and here {unable}")
         return
     missing = faults.needs - spec.offers
     if missing:
@@ -133,11 +114,3 @@ def check_runs(setup: Setup, spec: RunnerSpec) -> None:
         instead = f"; {able[0]} does" if able else f", and {variant.slug} runs under no runner that does"
         raise BadInput(f"--fault {fault.slug} needs {', '.join(sorted(missing))}, which {CALLED[spec.kind]} does not "
                        f"offer{instead}")
-
-
-def turns(setup: Setup, points: Recorder) -> AbstractContextManager[object]:
-    """For a loop whose variant runs tool calls on a thread pool (`Variant.scheduled`), its threads taking turns
-    as the harness decides, in the schedule its faults name for this process; any other loop's, as they run."""
-    if not setup.variant.scheduled:
-        return nullcontext()
-    return scheduling(setup.faults.schedule(points.process), points.note)

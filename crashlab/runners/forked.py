@@ -23,7 +23,6 @@ import signal
 import tempfile
 import threading
 import time
-import traceback
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager, suppress
 from functools import partial
@@ -36,16 +35,19 @@ from crashlab.durable.checkpoint import Checkpoint
 from crashlab.durable.content import content
 from crashlab.durable.state import Durable, OnDisk
 from crashlab.durable.store import Files, FileStore
-from crashlab.engine.death import Choice, Left, chosen
-from crashlab.engine.points import Crash, Event, Recorder, Where, recording
-from crashlab.engine.run import Run
-from crashlab.engine.scenario import ScenarioRun, Setup, check_death, check_finished
-from crashlab.engine.variant import RunnerKind
 from crashlab.errors import HarnessError
-from crashlab.runners import TIME_LIMIT, turns
-from crashlab.runners.group import Child, Hung, dies_with
-from crashlab.runners.scratch import scratch
-from crashlab.runners.served import RUN_DIR, LoopFailed, Outside, Services, served_world
+from crashlab.lifeline import dies_with
+from crashlab.protocols.death import Choice, Left, chosen
+from crashlab.protocols.fault import Machine
+from crashlab.protocols.points import Crash, Event, Recorder, Where, recording
+from crashlab.protocols.run import Run
+from crashlab.protocols.runner import TIME_LIMIT
+from crashlab.protocols.scenario import ScenarioRun, Setup, check_death, check_finished
+from crashlab.protocols.variant import RunnerKind
+from crashlab.runners.group import Child, Hung
+from crashlab.runners.served import RUN_DIR, LoopFailed, Outside, Services, ended_by, served_world
+from crashlab.runners.turns import turns
+from crashlab.scratch import scratch
 from crashlab.world import World, WorldState
 from crashlab.world.sqlite import (
     TRACKER_FILE,
@@ -209,7 +211,7 @@ class Forked:
                  watch: bool = False) -> ScenarioRun:
         warm(setup)
         points = Recorder(crashes, setup.id(crashes, choices))
-        directory, layer = self.fresh(setup.faults.cuts)
+        directory, layer = self.fresh(setup.faults.cuts)  # a page cache a fault can cut, where one asks for it
         outside = Outside.of(setup, self.services, choices)  # None: the loop acts through run.world
 
         def world_now() -> WorldState:
@@ -230,8 +232,8 @@ class Forked:
             check_death(points, returned)
             if points.dead is None:
                 break
-            if layer is not None:  # the process is dead, with every process it started: only then can the power go
-                points.note("power-cut", lost=layer.cut())
+            # The process is dead, with every process it started: only now may a fault act on its machine.
+            setup.faults.died(Machine(layer, points.note))
             if outside is not None:  # the state its choice names, among those the service's faults leave here
                 chosen(outside.left(points.points(points.process)[-1]), choices[points.process - 1]
                        if points.process <= len(choices) else (), points)
@@ -463,12 +465,6 @@ def killed(status: int) -> bool:
 
 def returned(status: int) -> bool:
     return os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
-
-
-def ended_by(error: BaseException) -> str:
-    """An error as one line, with the innermost line it came from."""
-    frame = traceback.extract_tb(error.__traceback__)[-1]
-    return f"{type(error).__name__}: {error} ({Path(frame.filename).name}:{frame.lineno})"
 
 
 def read_world(directory: Path, setup: Setup) -> WorldState:

@@ -20,15 +20,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from crashlab.durable.checkpoint import CheckpointError
-from crashlab.durable.store import FileStore, MemoryStore, Store
-from crashlab.engine.death import Choice, Death, Left, chosen
-from crashlab.engine.points import Crash, Recorder, recording
-from crashlab.engine.run import Run
-from crashlab.engine.scenario import ScenarioRun, Setup, check_death, check_finished
-from crashlab.engine.variant import RunnerKind
+from crashlab.durable.store import FileStore, MemoryStore, Store, StoreKind
 from crashlab.errors import HarnessError
-from crashlab.runners import StoreKind
-from crashlab.runners.scratch import scratch
+from crashlab.protocols.death import Choice, Death, Left, chosen
+from crashlab.protocols.points import Crash, Recorder, recording
+from crashlab.protocols.run import Run
+from crashlab.protocols.scenario import ScenarioRun, Setup, check_death, check_finished
+from crashlab.protocols.variant import RunnerKind
+from crashlab.scratch import scratch
 from crashlab.world import World, WorldState
 
 #: Makes a fresh checkpoint store for a process's recorder, syncing as the second argument says.

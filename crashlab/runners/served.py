@@ -23,6 +23,7 @@ import signal
 import socket
 import tempfile
 import threading
+import traceback
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from itertools import count
@@ -30,15 +31,17 @@ from pathlib import Path
 from typing import Any
 
 from crashlab.durable.store import FileStore
-from crashlab.engine.death import Choice, Left, NoSuchChoice
-from crashlab.engine.points import Crash, Event, Recorder, Where, recording
-from crashlab.engine.run import Run
-from crashlab.engine.scenario import Setup
 from crashlab.errors import HarnessError
-from crashlab.faults import Serving
-from crashlab.runners import TIME_LIMIT, turns
-from crashlab.runners.group import Child, Hung, dies_with
-from crashlab.runners.scratch import scratch
+from crashlab.lifeline import dies_with
+from crashlab.protocols.death import Choice, Left, NoSuchChoice
+from crashlab.protocols.fault import Serving
+from crashlab.protocols.points import Crash, Event, Recorder, Where, recording
+from crashlab.protocols.run import Run
+from crashlab.protocols.runner import TIME_LIMIT
+from crashlab.protocols.scenario import Setup
+from crashlab.runners.group import Child, Hung
+from crashlab.runners.turns import turns
+from crashlab.scratch import scratch
 from crashlab.service import control
 from crashlab.service.process import ServiceProcess
 from crashlab.service.store import SERVICE_FILE, Dump, dump, load
@@ -209,8 +212,6 @@ def _ended(message: dict[str, Any], points: Recorder, child: Child, scenario: st
 def _child(setup: Setup, scenario: str, process: int, directory: Path, line: socket.socket,
            env: Mapping[str, str]) -> None:
     """One process of the scenario: the loop, told where its service and its directory are."""
-    from crashlab.runners.forked import ended_by
-
     os.environ.update(env)
     os.environ[RUN_DIR] = str(directory)
     points = TellingRecorder(line, scenario, process)
@@ -225,6 +226,12 @@ def _child(setup: Setup, scenario: str, process: int, directory: Path, line: soc
         control.send(line, {"kind": "end", "ended": "returned" if exit_.code in (0, None) else ended_by(exit_)})
     except BaseException as error:
         control.send(line, {"kind": "end", "ended": ended_by(error)})
+
+
+def ended_by(error: BaseException) -> str:
+    """An error as one line, with the innermost line it came from."""
+    frame = traceback.extract_tb(error.__traceback__)[-1]
+    return f"{type(error).__name__}: {error} ({Path(frame.filename).name}:{frame.lineno})"
 
 
 def served_world(setup: Setup, state: Mapping[str, Any]) -> WorldState:
@@ -335,17 +342,16 @@ class Outside:
         return served_world(self.setup, self.service.state())
 
     def left(self, point: Event) -> list[Iterable[Left]]:
-        """The states a death at `point` leaves: the crash's; or one per downtime before the restart; under a
-        power cut, the one its cut leaves of the run directory; and, under late delivery, one per point of
-        the restart where the request on the wire lands (none where none is). Their choices come in the
-        order of the faults' slugs, as a scenario ID names them."""
+        """The states a death at `point` leaves: the crash's; or one per downtime before the restart; the one
+        each fault that `leaves` one makes of it (a power cut's, of the run directory); and, under late delivery,
+        one per point of the restart where the request on the wire lands (none where none is). Their choices
+        come in the order of the faults' slugs, as a scenario ID names them."""
         groups: list[Iterable[Left]] = [(Left(None),)]
         if self.serving.downtimes:
             groups = [tuple(Left(None, f"it starts {hours:g} h after the death", (s,))
                             for s, hours in enumerate(self.serving.downtimes, start=1))]
-        if self.setup.faults.cuts:
-            groups = [tuple(left.then("the power cut left in the run directory only what its syncs made durable", 1)
-                            for left in group) for group in groups]
+        for what in self.serving.leaves:
+            groups = [tuple(left.then(what, 1) for left in group) for group in groups]
         if self.serving.late:
             if not (point.label == "sent" and point.detail.get("service")):
                 return []  # nothing on the wire: a death here is no scenario of late delivery

@@ -29,7 +29,7 @@ class Runtime:
     guarantee: str  # the documentation's own words on a tool call interrupted mid-flight
     source: str  # where those words are
     notes: dict[str, str] = field(default_factory=dict)  # slug -> why that row exists (a setting, a key)
-    #: The rows that run a reply's tool calls on threads, which the harness schedules (`crashlab.engine.schedule`).
+    #: The rows that run a reply's tool calls on threads, which the harness schedules (`crashlab.protocols.schedule`).
     scheduled: frozenset[str] = frozenset()
     #: Whether all it keeps is in files of the run directory (checked by a sweep shared and not agreeing
     #: scenario by scenario), so a sweep killed for real may restart it from copies of them.

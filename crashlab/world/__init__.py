@@ -12,8 +12,8 @@ from collections.abc import Callable, MutableSet
 from dataclasses import dataclass, field
 from typing import Any
 
-from crashlab.engine.points import Recorder
 from crashlab.job import Job, intended
+from crashlab.protocols.points import Recorder
 from crashlab.world.clock import Clock
 from crashlab.world.model import Model
 from crashlab.world.person import DESK_MODES, ApprovalDesk, DeskMode, Person

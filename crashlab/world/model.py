@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from crashlab.engine.points import Recorder
 from crashlab.job import Job, Turn
+from crashlab.protocols.points import Recorder
 
 
 class Model:

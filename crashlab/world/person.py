@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import MutableMapping, MutableSet
 from typing import Literal, get_args
 
-from crashlab.engine.points import Recorder
 from crashlab.job import Call
+from crashlab.protocols.points import Recorder
 from crashlab.world.tracker import Record, TrackerProtocol
 
 

@@ -4,7 +4,7 @@ The agent's loop talks to it as to the tracker in its run directory: the same re
 crash points, the same `Fenced` refusal. What differs is where the records live: in another
 process, which no death of the agent's touches, as a real issue tracker's database. The service
 knows no call IDs, so its records are told apart by what they are: each is attributed to the job's
-call that means it (`crashlab.check.effects`), as a sweep of a loop of yours attributes them.
+call that means it (`crashlab.world.effects`), as a sweep of a loop of yours attributes them.
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ import urllib.request
 from dataclasses import dataclass
 from typing import Any
 
-from crashlab.check.effects import Effect, attribute, of_job
-from crashlab.engine.points import Recorder
 from crashlab.errors import BadInput
 from crashlab.job import Call, Job
+from crashlab.protocols.points import Recorder
+from crashlab.world.effects import Effect, attribute, of_job
 from crashlab.world.tracker import Fenced, Modes, Record, TrackerMode, refused
 
 #: No proxy: a service named by URL is reached directly, as a tool's client in a lab reaches it.

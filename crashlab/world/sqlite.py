@@ -23,10 +23,10 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from crashlab.engine.points import Recorder
 from crashlab.errors import BadInput
 from crashlab.job import Call, Job
 from crashlab.job.reader import MAX_ISSUE
+from crashlab.protocols.points import Recorder
 from crashlab.world import (
     TRACKER_MODES,
     ApprovalDesk,

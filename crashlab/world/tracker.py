@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, get_args
 
-from crashlab.engine.points import Recorder
 from crashlab.job import Call
+from crashlab.protocols.points import Recorder
 from crashlab.world.clock import Clock
 
 #: What a tracker does with an idempotency key or client token sent with a changing request.

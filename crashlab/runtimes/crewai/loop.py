@@ -46,8 +46,8 @@ from portalocker import Lock
 from pydantic import BaseModel, Field
 
 import crashlab
-from crashlab.engine.run import Run
 from crashlab.job import Job, Turn
+from crashlab.protocols.run import Run
 from crashlab.runtimes import http
 from crashlab.runtimes.script import resolved
 

@@ -20,7 +20,7 @@ from typing import Any
 from dbos import DBOS, SetWorkflowID
 
 import crashlab
-from crashlab.engine.run import Run
+from crashlab.protocols.run import Run
 from crashlab.runtimes import http
 from crashlab.runtimes.dbos.launch import launch, warm_engine
 from crashlab.runtimes.script import resolved

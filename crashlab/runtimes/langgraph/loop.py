@@ -14,7 +14,7 @@ death here (checkpoint writes can run on a background executor, and a parallel t
 saved as a result), so these points only mean anything under a real SIGKILL. The graph runs with
 ``durability="sync"`` and ``max_concurrency=1``, which makes it repeat itself from run to run; the
 ``parallel`` row leaves LangGraph's default (a reply's calls at once, on a thread pool), and the
-harness schedules its threads so that it repeats itself too (`crashlab.engine.schedule`).
+harness schedules its threads so that it repeats itself too (`crashlab.protocols.schedule`).
 
 Only this module imports LangGraph.
 """
@@ -35,8 +35,8 @@ from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import create_react_agent
 
 import crashlab
-from crashlab.engine.run import Run
 from crashlab.job import Job
+from crashlab.protocols.run import Run
 from crashlab.runtimes import http
 from crashlab.runtimes.script import resolved
 
@@ -117,7 +117,7 @@ class Setting:
     version: Literal["v1", "v2"] = "v2"  # "v2": each tool call its own task and write; "v1": one task for the calls
     durability: Literal["sync", "exit"] = "sync"  # "sync": save before the next step; "exit": when the graph returns
     #: One task at a time (``max_concurrency=1``), or LangGraph's default: a reply's calls on a thread pool,
-    #: at once, which the harness schedules (`crashlab.engine.schedule`).
+    #: at once, which the harness schedules (`crashlab.protocols.schedule`).
     parallel: bool = False
     #: The agent as a subgraph: a node of a parent graph, saved by the parent's checkpointer under the
     #: subgraph's namespace (LangGraph #6792: resuming a subgraph re-ran the tasks before an interrupt).

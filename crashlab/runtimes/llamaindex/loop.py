@@ -57,8 +57,8 @@ from workflows.context.state_store import UnserializableKeyWarning
 from workflows.events import StepState, StepStateChanged
 
 import crashlab
-from crashlab.engine.run import Run
 from crashlab.job import Job
+from crashlab.protocols.run import Run
 from crashlab.runtimes import http
 from crashlab.runtimes.script import resolved
 

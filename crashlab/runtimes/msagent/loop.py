@@ -22,7 +22,7 @@ service, which counts each question.
 A reply's calls run one at a time (``allow_concurrent_invocation=False``), but in the parallel row:
 the framework's default runs them at once, a synchronous tool on a worker thread
 (``asyncio.to_thread``) each, in an order that differs from run to run unless the harness schedules
-those threads, as it does for that row (`crashlab.engine.schedule`).
+those threads, as it does for that row (`crashlab.protocols.schedule`).
 
 Crash points, besides the service's own ``accepted``: before and after the model's reply
 (``model-asked``, ``model-replied``), after the person's answer (``approved``), and on each side of
@@ -55,8 +55,8 @@ from agent_framework import (
 )
 
 import crashlab
-from crashlab.engine.run import Run
 from crashlab.job import Job
+from crashlab.protocols.run import Run
 from crashlab.runtimes import http
 from crashlab.runtimes.script import resolved
 

@@ -29,7 +29,7 @@ Crash points, besides the service's own ``accepted``: before and after the model
 and after each session write (``add-items``, ``add-items-done``), and, under approve, around the
 write of the paused run's state (``state-save``, ``state-saved``). The SDK starts a reply's
 function tools together, each sync tool in a worker thread (`asyncio.to_thread`): the parallel
-row keeps that default, and the harness schedules those threads (`crashlab.engine.schedule`); the
+row keeps that default, and the harness schedules those threads (`crashlab.protocols.schedule`); the
 others set ``ToolExecutionConfig(max_function_tool_concurrency=1)``, which runs them one at a time.
 
 Only this module imports the Agents SDK.
@@ -63,8 +63,8 @@ from agents.tool_context import ToolContext
 from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage, ResponseOutputText
 
 import crashlab
-from crashlab.engine.run import Run
 from crashlab.job import Job
+from crashlab.protocols.run import Run
 from crashlab.runtimes import http
 from crashlab.runtimes.script import resolved
 

@@ -49,7 +49,7 @@ from prefect.states import Scheduled
 from prefect.transactions import get_transaction
 
 import crashlab
-from crashlab.engine.run import Run
+from crashlab.protocols.run import Run
 from crashlab.runtimes import http
 from crashlab.runtimes.prefect.server import api_url
 from crashlab.runtimes.script import resolved

@@ -21,7 +21,7 @@ from importlib.util import find_spec
 from pathlib import Path
 from typing import IO
 
-from crashlab.runners import scratch
+from crashlab import scratch
 from crashlab.runtimes import sidecar
 
 NAME = "prefect"
@@ -31,7 +31,7 @@ PATIENCE = 120
 
 def api_url() -> str:
     """The API of the harness's server: the running one, or one started now."""
-    # Named as `crashlab.runners.scratch` names scratch directories, so a new sweep removes it if its harness was
+    # Named as `crashlab.scratch` names scratch directories, so a new sweep removes it if its harness was
     # killed before its watchdog could.
     directory = scratch.place() / f"crashlab-prefect-pid{os.getppid()}-server"
     directory.mkdir(exist_ok=True)

@@ -54,8 +54,8 @@ from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.toolsets import AbstractToolset, FunctionToolset
 
 import crashlab
-from crashlab.engine.run import Run
 from crashlab.job import Job
+from crashlab.protocols.run import Run
 from crashlab.runtimes import http
 from crashlab.runtimes.dbos.launch import launch, warm_engine
 from crashlab.runtimes.script import resolved

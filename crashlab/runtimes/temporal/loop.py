@@ -33,7 +33,7 @@ from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 import crashlab
-from crashlab.engine.run import Run
+from crashlab.protocols.run import Run
 from crashlab.runtimes import http
 from crashlab.runtimes.script import resolved
 from crashlab.runtimes.temporal.server import address

@@ -24,13 +24,13 @@ from typing import Any
 
 from crashlab.durable.checkpoint import Checkpoint, CheckpointError, TurnRecord
 from crashlab.durable.store import CHECKPOINT, FileStore, sync_directory
-from crashlab.engine.points import Recorder
-from crashlab.engine.scenario import Setup
 from crashlab.errors import BadInput
 from crashlab.job import Call, Job
 from crashlab.job.reader import shown
 from crashlab.loops import VARIANTS
 from crashlab.loops.agent import Agent
+from crashlab.protocols.points import Recorder
+from crashlab.protocols.scenario import Setup
 from crashlab.runners.forked import KillingRecorder, life_in
 from crashlab.world import TRACKER_MODES, Record, TrackerMode
 from crashlab.world.remote import RemoteTracker, served_mode

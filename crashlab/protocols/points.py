@@ -24,8 +24,8 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from crashlab.engine import schedule
 from crashlab.errors import HarnessError
+from crashlab.protocols import schedule
 
 __all__ = ["Crash", "Event", "HarnessError", "Recorder", "Where", "named", "point", "recording"]
 
@@ -73,8 +73,8 @@ START = Where()
 
 #: The harness's own modules. A violation is reported at the first frame outside them: the loop's line.
 _PACKAGE = Path(__file__).resolve().parent.parent
-_HARNESS = {_PACKAGE / name for name in ("engine/points.py", "durable/store.py", "world/tracker.py", "world/person.py",
-                                         "world/model.py", "world/wire.py", "loops/tools.py")}
+_HARNESS = {_PACKAGE / name for name in ("protocols/points.py", "durable/store.py", "world/tracker.py",
+                                         "world/person.py", "world/model.py", "world/wire.py", "loops/tools.py")}
 
 
 class Recorder:
@@ -184,7 +184,7 @@ _recorder: Recorder | None = None
 
 def point(label: str) -> None:
     """A crash point: in a sweep, the process may die here; elsewhere, nothing happens. Where the loop's
-    threads are scheduled (`crashlab.engine.schedule`), it is also where another thread may go on."""
+    threads are scheduled (`crashlab.protocols.schedule`), it is also where another thread may go on."""
     if _recorder is not None:
         if schedule._scheduler is not None:
             schedule.pause()

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 from crashlab.durable.state import Durable
 from crashlab.durable.store import Store
-from crashlab.engine.points import Recorder
 from crashlab.errors import BadInput
+from crashlab.protocols.points import Recorder
 from crashlab.world import World
 
 #: Which state a death left: one number (from 1) per fault that chooses, in the order the faults are named.

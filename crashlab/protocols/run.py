@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from crashlab.durable.store import Store
-from crashlab.engine.points import Recorder
 from crashlab.job import Job
+from crashlab.protocols.points import Recorder
 from crashlab.world import World
 from crashlab.world.client import TrackerClient
 

@@ -19,15 +19,15 @@ from dataclasses import dataclass, field
 from itertools import zip_longest
 from typing import Any
 
-from crashlab.check.outcome import Outcome, outcome_of
 from crashlab.durable.checkpoint import Checkpoint
 from crashlab.durable.store import Store
-from crashlab.engine.death import Choice, Left
-from crashlab.engine.points import Event, Recorder, Where, named
-from crashlab.engine.variant import Variant
 from crashlab.errors import BadInput, HarnessError, Stray
-from crashlab.faults import Faults, parse_tags
 from crashlab.job import Job, shown
+from crashlab.protocols.death import Choice, Left
+from crashlab.protocols.fault import Faults, parse_tags
+from crashlab.protocols.outcome import Outcome, outcome_of
+from crashlab.protocols.points import Event, Recorder, Where, named
+from crashlab.protocols.variant import Variant
 from crashlab.world import World
 
 #: The events that are effects a repeat must make again: changing requests (a search too) and lookups.

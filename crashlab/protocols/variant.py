@@ -11,10 +11,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from crashlab.check.effects import Effect, of_job
-from crashlab.engine.run import Entry
 from crashlab.job import Call, Job
+from crashlab.protocols.run import Entry
 from crashlab.world import DeskMode, TrackerMode
+from crashlab.world.effects import Effect, of_job
 
 #: The runners there are: in this process, each crash an exception (`crashlab.runners.inprocess`), or
 #: each process forked and killed for real (`crashlab.runners.forked`).
@@ -73,7 +73,7 @@ class Variant:
     stands_in: Any = None
     refuses: Callable[[Job], str | None] = accepts_every_job  # why it cannot run a job, or None
     extra: str = ""  # the pip extra its framework comes in, if it has one
-    #: Its threads take turns, in an order the harness decides (`crashlab.engine.schedule`): a loop that runs
+    #: Its threads take turns, in an order the harness decides (`crashlab.protocols.schedule`): a loop that runs
     #: its tool calls on a thread pool. Off for every other loop, whose own waits (an event loop's, a lock's)
     #: the scheduler cannot see and would deadlock on.
     scheduled: bool = False
