@@ -3,6 +3,9 @@
 Usage: python scripts/bench.py [--repeat N] [--quick]. Every figure is measured in this one run, on
 this machine: wall time (median of N) and peak memory of a `crashlab` process. It prints
 
+- crashlab's whole-process `sweep --variant all` raced against `../shared/bench/refsweep.py`, a peer written
+  from scratch in one file, at depths 2 and 3 (medians of interleaved runs), beside the floor any Python
+  tool with crashlab's dependencies pays before it sweeps anything;
 - sharing against re-execution (`--no-share`) at depth 2 and 3, and the depth-4 sweep of the designs;
 - `--workers 2` against `--workers 1`, beside what two processes can gain on this machine at all
   (the same busy loop run alone, then twice at once);
@@ -36,6 +39,8 @@ from pathlib import Path
 from crashlab.loops import VARIANTS
 
 CRASHLAB = [sys.executable, "-m", "crashlab"]
+#: The peer: beside this checkout, where CI and a session lay shared/.
+PEER = Path(__file__).resolve().parents[2] / "shared" / "bench" / "refsweep.py"
 SPIN = [sys.executable, "-c", "x = 0\nfor i in range(10_000_000): x += i"]
 
 
@@ -156,6 +161,33 @@ def draw(by_depth: Grown, by_size: Grown, path: str) -> None:
     FigureCanvasAgg(figure).print_png(path)
 
 
+def interleaved(commands: dict[str, list[str]], repeat: int) -> dict[str, float]:
+    """Each command's median wall seconds, the commands run in turn `repeat` times: a slow spell hits them alike."""
+    times: dict[str, list[float]] = {name: [] for name in commands}
+    for _ in range(repeat):
+        for name, command in commands.items():
+            times[name].append(measure(command, 1)[0])
+    return {name: statistics.median(seconds) for name, seconds in times.items()}
+
+
+def race(repeat: int) -> None:
+    """crashlab's whole process against the peer's, and the floor under both: an interpreter that starts, and one
+    that imports crashlab's four dependencies (click, PyYAML, tabulate, msgspec) and does nothing."""
+    print("## the book's sweep, whole processes, against a peer written from scratch (medians of interleaved runs)")
+    if not PEER.is_file():
+        print(f"no peer at {PEER}: skipped")
+        return
+    for depth in ("2", "3"):
+        medians = interleaved({"crashlab": [*CRASHLAB, "sweep", "--variant", "all", "--depth", depth],
+                               "peer": [sys.executable, str(PEER), "--depth", depth],
+                               "python": [sys.executable, "-c", "pass"],
+                               "dependencies": [sys.executable, "-c", "import click, yaml, tabulate, msgspec"]},
+                              max(repeat, 5))
+        print(f"depth {depth}: crashlab {medians['crashlab']:.3f} s, peer {medians['peer']:.3f} s: "
+              f"{medians['crashlab'] / medians['peer']:.2f}x; the floor: python {medians['python']:.3f} s, with "
+              f"crashlab's dependencies imported {medians['dependencies']:.3f} s")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
@@ -165,7 +197,9 @@ def main() -> None:
     r = args.repeat
     one = ("--workers", "1")
 
-    print("## sharing against re-execution (whole processes, --workers 1, the five designs)")
+    race(r)
+
+    print("\n## sharing against re-execution (whole processes, --workers 1, the five designs)")
     for depth in (2, 3):
         if depth == 3 and args.quick:
             continue

@@ -201,3 +201,51 @@ def test_a_deeper_sweep_has_a_column_per_depth_and_counts_them_in_json(cli):
     code, out, _ = cli("sweep", "--variant", "keys", "--depth", "3", "--format", "json")
     (row,) = json.loads(out)
     assert row["by_depth"] == [34, 654, 9362] and row["scenarios"] == 10050 and row["once"] == 34
+
+
+# What the command line imports: the commands it lists from one table, each module only when its command runs.
+
+
+def test_the_commands_table_says_what_each_command_own_help_says():
+    import click
+
+    from crashlab.cli import COMMANDS, cli
+
+    context = click.Context(cli)
+    for name, (module, said) in COMMANDS.items():
+        command = cli.get_command(context, name)
+        assert command is not None and command.callback is not None and command.callback.__module__ == module
+        assert command.get_short_help_str(limit=1000) == said, name
+
+
+def imported_by(*args: str) -> set[str]:
+    """The modules a fresh interpreter holds after `crashlab ARGS` ran in it, output thrown away."""
+    import subprocess
+    import sys
+
+    probe = ("import contextlib, io, sys\nfrom crashlab.cli import cli\n"
+             "with contextlib.redirect_stdout(io.StringIO()):\n"
+             f"    cli.main({list(args)!r}, standalone_mode=False)\n"
+             "print(' '.join(sys.modules))")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    return set(done.stdout.split())
+
+
+def test_crashlab_help_imports_no_command_module_and_a_book_sweep_no_fault_runner_or_service():
+    listed = imported_by("--help")
+    assert "crashlab.cli" in listed and not {m for m in listed if m.startswith("crashlab.cli.")}
+    book = imported_by("sweep", "--variant", "all", "--depth", "1", "--workers", "1")
+    assert {"crashlab.cli.sweep", "crashlab.engine.tree", "crashlab.runners.inprocess"} <= book
+    unused = {m for m in book if m.startswith(("crashlab.faults.", "crashlab.runners.forked", "crashlab.runners.served",
+                                               "crashlab.service.", "crashlab.program", "crashlab.cli.explain"))}
+    assert unused <= {"crashlab.faults.interleave", "crashlab.service.yours"}  # an option's bounds; a loop's test
+
+
+def test_a_sweep_that_names_a_fault_setting_finds_the_faults_and_one_that_names_none_runs_without_them(cli):
+    code, out, err = cli("sweep", "--variant", "keys-markers", "--depth", "1", "--fault", "power-cut", "--sync", "file",
+                         "--format", "json")
+    assert code == 0 and json.loads(out)[0]["faults"] == "power-cut file"
+    code, out, err = cli("sweep", "--variant", "keys-markers", "--depth", "1", "--sync", "file")
+    assert code == 2 and "--sync is the power-cut fault's setting: it needs --fault power-cut" in err
+    code, out, err = cli("sweep", "--variant", "keys-markers", "--depth", "1", "--format", "json")
+    assert code == 0 and json.loads(out)[0]["faults"] == "crash"

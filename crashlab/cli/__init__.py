@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import signal
 import sys
@@ -10,18 +11,61 @@ from types import FrameType
 
 import click
 
-from crashlab.cli.campaign import campaign
-from crashlab.cli.explain import explain, points
-from crashlab.cli.frameworks import frameworks
-from crashlab.cli.info import faults, jobs, schema
-from crashlab.cli.plot import plot
-from crashlab.cli.run import checkpoint, run, tracker
-from crashlab.cli.serve import serve
-from crashlab.cli.sweep import sweep
 from crashlab.errors import BadInput, CrashlabError
 
+#: Every command: the module that holds it, and its help's first sentence. A command's module is imported only
+#: when it runs, so `crashlab --help` and `crashlab sweep` import nothing another command needs
+#: (`tests/test_cli.py` holds these lines to each command's own help).
+COMMANDS: dict[str, tuple[str, str]] = {
+    "campaign": ("crashlab.cli.campaign", "Sweep many generated jobs and report every broken promise, with its job "
+                 "file and scenario ID."),
+    "checkpoint": ("crashlab.cli.run", "Look at a run directory's checkpoint."),
+    "explain": ("crashlab.cli.explain", "Tell the story of one SCENARIO, process by process, and its verdict."),
+    "faults": ("crashlab.cli.info", "The fault models `crashlab sweep --fault SLUG` takes: what each breaks, what "
+               "it adds to the sweep."),
+    "frameworks": ("crashlab.cli.frameworks", "Every installed agent runtime, killed for real at every crash point: "
+                   "what its documentation promises for an interrupted tool call, quoted, beside what the sweep "
+                   "measured."),
+    "jobs": ("crashlab.cli.info", "List the jobs that ship with crashlab, for --job NAME: each one's name, calls and "
+             "description."),
+    "plot": ("crashlab.cli.plot", "Draw the sweep: each variant's single crashes, and its double crashes as a heatmap "
+             "(needs crashlab[plot])."),
+    "points": ("crashlab.cli.explain", "List the crash points of SLUG's uninterrupted run."),
+    "run": ("crashlab.cli.run", "Run JOB with the agent's own loop as a real process, against a SQLite tracker in DIR "
+            "(or the running service at --service URL)."),
+    "schema": ("crashlab.cli.info", "Print the job file's JSON Schema, for editors and other tools (derived from "
+               "crashlab.job.schema)."),
+    "serve": ("crashlab.cli.serve", "Run the issue tracker as an HTTP service over SQLite in DIR, until Ctrl-C or "
+              "SIGTERM."),
+    "sweep": ("crashlab.cli.sweep", "Crash the loop at every point, and its restart at every point, and count the "
+              "damage."),
+    "tracker": ("crashlab.cli.run", "Look at a run directory's tracker."),
+}
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]}, invoke_without_command=True)
+
+class Commands(click.Group):
+    """A group whose commands are imported when one runs, after click's documented lazy-loading group."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in COMMANDS:
+            return None
+        command = getattr(importlib.import_module(COMMANDS[cmd_name][0]), cmd_name)
+        assert isinstance(command, click.Command), f"{COMMANDS[cmd_name][0]}.{cmd_name} is not a command"
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The commands' list as click writes it, from `COMMANDS`: no command's module imported to list it."""
+        limit = formatter.width - 6 - max(map(len, COMMANDS))
+        rows = [(name, click.Command(name, help=said).get_short_help_str(limit)) for name, (_, said) in
+                sorted(COMMANDS.items())]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+@click.group(cls=Commands, context_settings={"help_option_names": ["-h", "--help"]}, invoke_without_command=True)
 @click.version_option(package_name="crashlab")
 @click.pass_context
 def cli(ctx: click.Context) -> None:
@@ -48,11 +92,6 @@ def cli(ctx: click.Context) -> None:
     """
     if ctx.invoked_subcommand is None:
         click.echo(ctx.get_help())
-
-
-for command in (sweep, explain, points, faults, jobs, schema, plot, campaign, run, tracker, checkpoint, serve,
-                frameworks):
-    cli.add_command(command)
 
 
 def terminate(signum: int, frame: FrameType | None) -> None:

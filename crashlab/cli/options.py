@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import cache
 from typing import Any, cast
 
 import click
@@ -196,21 +197,70 @@ def check_handles(job: Job, variants: list[Variant]) -> None:
             raise BadInput(reason)
 
 
-def fault_options(command: Callable[..., Any]) -> Callable[..., Any]:
-    """--fault, as often as faults are to be composed, and each installed fault's setting as an option of its own."""
-    for setting in reversed([s for fault in registry().values() for s in fault.settings]):
-        command = click.option(f"--{setting.option}", type=click.Choice(setting.choices), default=None,
-                               show_default=setting.default, help=setting.help)(command)
-    return click.option(
-        "--fault", "fault_slugs", type=click.Choice([*registry(), "all"]), multiple=True,
+class FaultsHere(click.Option):
+    """Where `Faulted` puts --fault and every installed fault's setting among a command's options."""
+
+
+#: --fault, as often as faults are to be composed, and each installed fault's setting as an option of its own: for a
+#: `Faulted` command, which finds them only where its command line may name one.
+fault_options = click.option("--faults-here", cls=FaultsHere, hidden=True, expose_value=False)
+
+
+@cache
+def fault_params() -> list[click.Parameter]:
+    """--fault and each installed fault's setting, as options: the fault registry, found when first asked for."""
+    settings = [click.Option([f"--{setting.option}"], type=click.Choice(setting.choices), default=None,
+                             show_default=setting.default, help=setting.help)
+                for fault in registry().values() for setting in fault.settings]
+    return [click.Option(
+        ["--fault", "fault_slugs"], type=click.Choice([*registry(), "all"]), multiple=True,
         help="What breaks, beyond the loop's process (see `crashlab faults`); give it again to compose faults in "
              "one sweep. all sweeps each fault at each of its settings and ends with the matrix of worst "
              "outcomes. [default: crash]",
-    )(command)
+    ), *settings]
+
+
+class Faulted(click.Command):
+    """A command that takes --fault and the faults' settings, found only where its command line may name one.
+
+    Finding them reads every installed package's entry points and imports every fault module, about 60 ms
+    here (a fault is a plug-in, and a plug-in may add a setting): a sweep under the crash alone, the book's,
+    needs none of it. Where the arguments hold no option but the command's own, the faults stay unread;
+    anywhere else (an option it does not know, --help, the reference's pages) they are read.
+    """
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        ctx.meta[FAULTS_NAMED] = names_another_option(args, super().get_params(ctx))
+        rest = super().parse_args(ctx, args)
+        ctx.params.setdefault("fault_slugs", ())  # no --fault: the crash alone
+        return rest
+
+    def get_params(self, ctx: click.Context) -> list[click.Parameter]:
+        params = super().get_params(ctx)
+        here = next(k for k, param in enumerate(params) if isinstance(param, FaultsHere))
+        found = fault_params() if ctx.meta.get(FAULTS_NAMED, True) else []
+        return [*params[:here], *found, *params[here + 1:]]
+
+
+#: The context's note of whether a command line may name a fault or a fault's setting.
+FAULTS_NAMED = "crashlab.faults-named"
+
+
+def names_another_option(args: list[str], params: list[click.Parameter]) -> bool:
+    """Whether `args` hold an option none of `params` is (a fault's, or one misspelt), or ask for help."""
+    known = {opt.split("=")[0] for param in params for opt in (*param.opts, *param.secondary_opts)}
+    for arg in args:
+        if arg == "--":
+            return False
+        if arg.startswith("-") and arg.split("=")[0] not in known - {"--help", "-h"}:
+            return True
+    return False
 
 
 def faults_of(slugs: tuple[str, ...], settings: dict[str, str | None]) -> Faults:
     """The faults `--fault` names, at the settings their options give; a setting without its fault is refused."""
+    if not slugs and not any(settings.values()):
+        return Faults()
     for k, slug in enumerate(slugs):
         if slug in slugs[:k]:
             raise BadInput(f"--fault {slug} is named twice")

@@ -15,6 +15,7 @@ from crashlab.cli.options import (
     FORMATS,
     MAX_DEPTH,
     MAX_WORKERS,
+    Faulted,
     check_handles,
     choose,
     fault_options,
@@ -56,7 +57,7 @@ LISTS = {
 }
 
 
-@click.command()
+@click.command(cls=Faulted)
 @job_option
 @variant_options
 @click.option("--store", type=click.Choice(STORE_KINDS), default=None, show_default="memory; files with --kill",
@@ -193,10 +194,12 @@ def swept(setups: list[Setup], spec: RunnerSpec, depth: int, share: bool, worker
     The bar counts scenarios, over every worker. How many there are is known only once the restarts
     have run, so it shows the count and the rate, not a fraction.
     """
+    if not sys.stderr.isatty():
+        return sweep_all(setups, spec, depth, share, workers, scheduler, repeat=repeat, strays_fail=strays_fail,
+                         max_scenarios=max_scenarios)
     from tqdm import tqdm
 
-    with tqdm(desc="sweep", unit=" scenarios", delay=1.0, file=sys.stderr, disable=not sys.stderr.isatty(),
-              leave=False) as bar:
+    with tqdm(desc="sweep", unit=" scenarios", delay=1.0, file=sys.stderr, leave=False) as bar:
         return sweep_all(setups, spec, depth, share, workers, scheduler, bar.update, repeat, strays_fail,
                          max_scenarios=max_scenarios)
 

@@ -42,8 +42,6 @@ fails as hung at the runner's time limit instead of being counted.
 
 from __future__ import annotations
 
-import concurrent.futures
-import concurrent.futures.thread
 import selectors
 import threading
 import time
@@ -266,6 +264,8 @@ def _patch() -> None:
     if _patched:
         return
     _patched = True
+    import concurrent.futures.thread  # 10 ms of imports (logging's among them) that only a scheduled loop needs
+
     pool = concurrent.futures.ThreadPoolExecutor
     submit, run = pool.submit, concurrent.futures.thread._WorkItem.run
     event_wait, start, sleep = threading.Event.wait, threading.Thread.start, time.sleep

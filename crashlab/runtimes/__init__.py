@@ -15,7 +15,7 @@ from __future__ import annotations
 import pkgutil
 from dataclasses import dataclass, field
 from functools import cache
-from importlib import import_module, metadata
+from importlib import import_module
 
 
 @dataclass(frozen=True)
@@ -42,6 +42,8 @@ class Runtime:
 
     def version(self) -> str | None:
         """The installed version, or None when its extra is not installed."""
+        from importlib import metadata  # 12 ms of imports a sweep of crashlab's own loops does not need
+
         try:
             return metadata.version(self.distribution)
         except metadata.PackageNotFoundError:
