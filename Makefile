@@ -1,16 +1,42 @@
-# The README's two commands, `make sweep` and `make test`, do all the set-up: on first use they
-# create .venv and install crashlab into it (editable), with the extras the target needs.
+# The README's two commands, `make sweep` and `make test`, do all the set-up: on first use they create .venv
+# and install crashlab into it (editable), each with the extras its target needs and no more, so `make sweep`
+# on a fresh clone installs crashlab's own few dependencies and prints the book's table in seconds. The
+# runtimes (1 GB of them) come with `make results` and `make test-slow`, which sweep them.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-INSTALLED := $(VENV)/.installed
+PIP := $(BIN)/pip install --quiet --disable-pip-version-check
+# What each target needs installed, a marker file each; installing a set adds to what the venv holds.
+BASE := $(VENV)/.installed-base
+TESTING := $(VENV)/.installed-test
+LINTING := $(VENV)/.installed-lint
+DOCS := $(VENV)/.installed-docs
+EVERYTHING := $(VENV)/.installed-all
+# The extras the fast suite imports (the service's MCP front end, the picture, Dask, the power-cut layer).
+TEST_EXTRAS := test,mcp,plot,dask,fuse
 
-.PHONY: sweep test test-slow lint docs bench clean
+.PHONY: sweep results test test-slow lint docs bench clean
 
-$(INSTALLED): pyproject.toml
+$(BASE): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test,lint,docs,plot,dask,frameworks,mcp,fuse]'
+	$(PIP) -e .
+	touch $@
+
+$(TESTING): $(BASE)
+	$(PIP) -e '.[$(TEST_EXTRAS)]'
+	touch $@
+
+$(LINTING): $(EVERYTHING)
+	$(PIP) -e '.[$(TEST_EXTRAS),frameworks,lint]'
+	touch $@
+
+$(DOCS): $(BASE)
+	$(PIP) -e '.[docs]'
+	touch $@
+
+$(EVERYTHING): $(TESTING)
+	@echo "installing every agent runtime crashlab sweeps (about 1 GB; a few minutes on a fresh machine)"
+	$(PIP) -e '.[$(TEST_EXTRAS),frameworks]'
 	touch $@
 
 # CrewAI requires mcp<2 and the mcp extra mcp>=2, so no one environment holds both: CrewAI's tests
@@ -20,55 +46,75 @@ CREWAI := $(CREWAI_VENV)/.installed
 
 $(CREWAI): pyproject.toml
 	$(PYTHON) -m venv $(CREWAI_VENV)
-	$(CREWAI_VENV)/bin/pip install --quiet --upgrade pip
-	$(CREWAI_VENV)/bin/pip install --quiet -e '.[test,crewai]'
+	$(CREWAI_VENV)/bin/pip install --quiet --disable-pip-version-check -e '.[test,crewai]'
 	touch $@
 
-# The book's table, checked against the golden file, with every scenario written to results/; then
-# the agent's own loop against every tracker, on the triage job and the two harder ones, each
-# checked against its golden file; every fault at each of its settings, with the matrix of worst
-# outcomes and its picture (results/faults/); the HTTP loop of examples/ against crashlab's service,
-# under every fault that reaches the service (results/examples/), and so LangGraph and DBOS, whose
-# tools call it too, at depth 1 (results/frameworks/); every installed agent runtime's table
-# (results/frameworks/frameworks.txt); and the pictures of both sweeps.
-# Every file it writes is the same on every run, so a sweep of an unchanged checkout leaves git with
-# nothing to commit.
-sweep: $(INSTALLED)
-	$(BIN)/crashlab sweep --variant all --check results/book.txt --out results
-	$(BIN)/crashlab sweep --loop agent --tracker all --check results/agent/golden.txt --out results/agent
+# The book's table, swept two crashes deep and checked against the golden file (it writes nothing: `make results`
+# writes results/); then what `make results` would add.
+sweep: $(BASE)
+	$(BIN)/crashlab sweep --variant all --check results/book.txt
+	@echo
+	@echo "make results regenerates the rest of results/ (about 40 minutes here, most of it installing and sweeping"
+	@echo "the agent runtimes): the agent's own loop against every tracker, every fault at each of its settings and"
+	@echo "their matrix, the HTTP loop of examples/ under every fault, LangGraph and DBOS under every fault, every"
+	@echo "runtime's table, and the pictures."
+
+# Everything results/ holds: the book's table, checked against the golden file, with every scenario written to
+# results/; then the agent's own loop against every tracker, on the triage job and the two harder ones, each
+# checked against its golden file; every fault at each of its settings, with the matrix of worst outcomes and
+# its picture (results/faults/); the HTTP loop of examples/ against crashlab's service, under every fault that
+# reaches the service (results/examples/), and so LangGraph and DBOS, whose tools call it too, at depth 1
+# (results/frameworks/); every installed agent runtime's table (results/frameworks/frameworks.txt); and the
+# pictures of both sweeps. Each step says what it does; each sweep shows its progress on stderr.
+# Every file it writes is the same on every run, so a run on an unchanged checkout leaves git with nothing to commit.
+STEP = @echo "== results: $(1)" >&2
+results: $(EVERYTHING)
+	$(call STEP,1/11 the book's table)
+	$(BIN)/crashlab sweep --variant all --check results/book.txt --out results > /dev/null
+	$(call STEP,2/11 the agent's loop against every tracker)
+	$(BIN)/crashlab sweep --loop agent --tracker all --check results/agent/golden.txt --out results/agent > /dev/null
+	$(call STEP,3/11 the agent's loop on the server-dies job)
 	$(BIN)/crashlab sweep --loop agent --job server-dies --check results/agent/server-dies.txt > /dev/null
+	$(call STEP,4/11 the agent's loop on the approval job)
 	$(BIN)/crashlab sweep --loop agent --job approval --check results/agent/approval.txt > /dev/null
+	$(call STEP,5/11 every fault at each of its settings and their matrix)
 	$(BIN)/crashlab sweep --fault all --out results/faults > /dev/null
+	$(call STEP,6/11 the HTTP loop of examples/ under every fault that reaches the service)
 	$(BIN)/crashlab sweep --loop examples/http_loop.py:plain,keyed --effects examples/http_loop.yaml --fault all \
 		--out results/examples > /dev/null
+	$(call STEP,7/11 LangGraph killed for real under every fault)
 	$(BIN)/crashlab sweep --loop langgraph --variant langgraph-plain,langgraph-keyed,langgraph-v1,langgraph-exit --kill \
 		--depth 1 --fault all --out results/frameworks/langgraph > /dev/null
+	$(call STEP,8/11 DBOS killed for real under every fault)
 	$(BIN)/crashlab sweep --loop dbos --kill --depth 1 --fault all --out results/frameworks/dbos > /dev/null
+	$(call STEP,9/11 every installed agent runtime)
 	$(BIN)/crashlab frameworks --depth 1 --out results/frameworks > /dev/null
+	$(call STEP,10/11 the book's picture)
 	$(BIN)/crashlab plot --out results/sweep.png
+	$(call STEP,11/11 the agent's picture)
 	$(BIN)/crashlab plot --loop agent --out results/agent/sweep.png
 
 # The fast suite; `make test-slow` runs the rest: real processes killed at every crash point, and
 # whole sweeps on SQLite. Both run on every core (pytest-xdist).
-test: $(INSTALLED)
+test: $(TESTING)
 	$(BIN)/pytest -q -n auto -m "not slow"
 
 # The slower suites (real processes killed at every crash point, file-store equivalence, a real
 # terminal, every agent runtime swept): CI runs them after `make test`.
-test-slow: $(INSTALLED) $(CREWAI)
+test-slow: $(EVERYTHING) $(CREWAI)
 	$(BIN)/pytest -q -n auto -m slow --durations=15
 	$(CREWAI_VENV)/bin/pytest -q -m slow tests/test_crewai.py
 
 # The linter and the type checker, as pyproject.toml configures them.
-lint: $(INSTALLED)
+lint: $(LINTING)
 	$(BIN)/ruff check crashlab tests scripts examples docs/hooks
 	$(BIN)/mypy
 
 # The documentation site, built strictly (any warning fails); it lands in build/site.
-docs: $(INSTALLED)
+docs: $(DOCS)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
-bench: $(INSTALLED)
+bench: $(EVERYTHING)
 	$(BIN)/python scripts/bench.py --plot docs/speed.png
 
 clean:
