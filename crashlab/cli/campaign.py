@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 import shlex
-import sys
 from pathlib import Path
 
 import click
 
 from crashlab.cli.options import MAX_DEPTH, MAX_WORKERS
+from crashlab.cli.progress import progress
 from crashlab.engine.parallel import default_workers
 from crashlab.errors import BadInput, CheckFailed
 
@@ -36,13 +36,11 @@ def campaign(count: int, seed: int, depth: int, workers: int, scheduler: str | N
     the person where the tracker could have answered, or asked an approval other than once. Exit 1
     if any did; each such job is written to DIR as a YAML file, with the command that explains it.
     """
-    from tqdm import tqdm
-
     from crashlab.check.campaign import campaign as run_campaign
 
-    with tqdm(total=count, desc="campaign", unit=" jobs", delay=1.0, file=sys.stderr, disable=not sys.stderr.isatty(),
-              leave=False) as bar:
-        verdicts = run_campaign(count, seed, depth, workers, scheduler, lambda v: bar.update(1))
+    with progress("campaign", "jobs") as shown:
+        shown.expect(count)
+        verdicts = run_campaign(count, seed, depth, workers, scheduler, lambda v: shown.advance(1))
     failed = [v for v in verdicts if v.broken]
     files = {}
     if failed:

@@ -8,6 +8,7 @@ import json
 import click
 
 from crashlab.cli.options import MAX_DEPTH, MAX_WORKERS, job_option, names, open_job, time_limit_option
+from crashlab.cli.progress import progress
 from crashlab.engine.parallel import default_workers
 from crashlab.engine.tree import Row
 from crashlab.errors import BadInput, Flaky
@@ -62,7 +63,9 @@ def frameworks(job_spec: str, chosen: str | None, depths: tuple[int, ...], fmt: 
         setups = [Setup(VARIANTS[slug], job, Faults.of(())) for slug in runtime.rows]
         # Re-executed, every scenario: each checked to retrace the run it repeats, which a restart from a copy
         # cannot be, so that `flaky` counts what a runtime does differently from one run to the next.
-        return [s.row() for s in sweep_all(setups, spec, depth, share=False, workers=workers, strays_fail=False)]
+        with progress(f"{runtime.name} at depth {depth}", "scenarios") as shown:
+            return [s.row() for s in sweep_all(setups, spec, depth, share=False, workers=workers, strays_fail=False,
+                                               advance=shown.advance, expect=shown.expect)]
 
     pending = PendingResults(out) if out is not None else None
     try:

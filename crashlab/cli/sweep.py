@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import shlex
-import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
@@ -26,6 +25,7 @@ from crashlab.cli.options import (
     time_limit_option,
     variant_options,
 )
+from crashlab.cli.progress import progress
 from crashlab.durable.store import STORE_KINDS
 from crashlab.engine.parallel import default_workers
 from crashlab.engine.sweep import sweep_all
@@ -189,19 +189,14 @@ def columns_for(variants: list[Variant], depth: int, rows: list[Row]) -> tables.
 
 def swept(setups: list[Setup], spec: RunnerSpec, depth: int, share: bool, workers: int, scheduler: str | None,
           max_scenarios: int, repeat: int = 1, strays_fail: bool = True) -> list[VariantSweep]:
-    """Sweep each setup, with a progress bar on stderr if that is a terminal and it takes a while.
+    """Sweep each setup, its progress on stderr: a bar on a terminal, a line every few seconds elsewhere.
 
-    The bar counts scenarios, over every worker. How many there are is known only once the restarts
-    have run, so it shows the count and the rate, not a fraction.
+    The count is of scenarios, over every worker, against the estimate the sweep makes before its
+    restarts run (meant to err low: a count that passes it raises it).
     """
-    if not sys.stderr.isatty():
-        return sweep_all(setups, spec, depth, share, workers, scheduler, repeat=repeat, strays_fail=strays_fail,
-                         max_scenarios=max_scenarios)
-    from tqdm import tqdm
-
-    with tqdm(desc="sweep", unit=" scenarios", delay=1.0, file=sys.stderr, leave=False) as bar:
-        return sweep_all(setups, spec, depth, share, workers, scheduler, bar.update, repeat, strays_fail,
-                         max_scenarios=max_scenarios)
+    with progress("sweep", "scenarios") as shown:
+        return sweep_all(setups, spec, depth, share, workers, scheduler, shown.advance, repeat, strays_fail,
+                         max_scenarios=max_scenarios, expect=shown.expect)
 
 
 def every_scenario(sweeps: list[VariantSweep]) -> Iterator[ScenarioResult]:

@@ -53,10 +53,21 @@ def grow_branches(branches: tuple[Branch, ...], spec: Runners) -> list[Grown]:
         _memo = (tree, {})
     runner = worker_runner(spec)
     try:
-        return [branch.grow(runner, memo=_memo[1]) for branch in branches]
+        return [branch.grow(runner, _told, memo=_memo[1]) for branch in branches]
     except BaseException:
         close_runner()  # a unit that failed may have left its runner broken (a service dead): the next opens anew
         raise
+
+
+#: A pool worker's count of the scenarios it has grown, which the parent reads as they grow (`on_pool`); None
+#: elsewhere (a Dask worker: there each unit's scenarios are counted as it comes back).
+_grown: Any = None
+
+
+def _told(n: int) -> None:
+    if _grown is not None:
+        with _grown.get_lock():
+            _grown.value += n
 
 
 #: Each worker thread's runner, open across its units: a forked runner's service is a process that takes
@@ -103,12 +114,24 @@ def units(trunks: list[Trunk], workers: int) -> list[tuple[Branch, ...]]:
 
 def grow_everywhere(trunks: list[Trunk], spec: Runners, workers: int, scheduler: str | None,
                     advance: Advance) -> list[list[Grown]]:
-    """Every trunk's branches grown on `workers` processes or a Dask cluster, back in their order."""
-    def done(grown: list[Grown]) -> None:
-        advance(sum(life.tally.scenarios for lives in grown for _, life in lives))
+    """Every trunk's branches grown on `workers` processes or a Dask cluster, back in their order; `advance` is told
+    of the scenarios as the workers grow them (a Dask cluster's, as each unit comes back)."""
+    told = 0  # what `advance` has been told: the larger of the workers' live count and the units' finished one
+    finished = 0
+
+    def grown_so_far(count: int) -> None:
+        nonlocal told
+        if count > told:
+            advance(count - told)
+            told = count
+
+    def done(unit: list[Grown]) -> None:
+        nonlocal finished
+        finished += sum(life.tally.scenarios for lives in unit for _, life in lives)
+        grown_so_far(finished)
 
     work = units(trunks, workers)
-    results = pool(workers, scheduler)(partial(grow_branches, spec=spec), work, done)
+    results = pool(workers, scheduler)(partial(grow_branches, spec=spec), work, done, grown_so_far)
     flat = iter(grown for unit in results for grown in unit)
     return [[next(flat) for _ in t.branches] for t in trunks]
 
@@ -127,9 +150,10 @@ def default_workers() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
-#: Runs a picklable function on each item somewhere, and returns the results in the items' order,
-#: calling `done` with each result as it arrives.
-Pool = Callable[[Callable[[Any], Any], list, Callable[[Any], None]], list]
+#: Runs a picklable function on each item somewhere, and returns the results in the items' order, calling `done`
+#: with each result as it arrives; on a pool of processes, also `tick` every TICK with the count the workers
+#: keep as they go (`count`: the scenarios they have grown).
+Pool = Callable[..., list]
 
 
 def pool(workers: int, scheduler: str | None) -> Pool:
@@ -148,14 +172,24 @@ def on_pool(workers: int) -> Pool:
     what has not started, and tells each worker to unwind: it ends within GRACE.
     """
 
-    def run(fn: Callable[[Any], Any], items: list, done: Callable[[Any], None]) -> list:
+    def run(fn: Callable[[Any], Any], items: list, done: Callable[[Any], None],
+            tick: Callable[[int], None] = lambda count: None) -> list:
         import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor, as_completed
+        from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
         context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
-        pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_worker, initargs=(os.getpid(),))
+        counted = context.Value("q", 0)
+        pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_worker, initargs=(os.getpid(), counted))
         try:
-            results = gathered([pool.submit(_unit, fn, item) for item in items], as_completed, done)
+            futures = [pool.submit(_unit, fn, item) for item in items]
+            pending = set(futures)
+            while pending:  # the workers' count, read every TICK while they work
+                finished, pending = wait(pending, timeout=TICK, return_when=FIRST_COMPLETED)
+                for future in futures:
+                    if future in finished:
+                        done(future.result())
+                tick(counted.value)
+            results = [future.result() for future in futures]
         except BaseException:
             _stop(pool)
             raise
@@ -165,12 +199,19 @@ def on_pool(workers: int) -> Pool:
     return run
 
 
-def _worker(parent: int) -> None:
-    """A pool worker's set-up: it dies with its parent, and leaves stopping to it.
+#: How often the parent reads the pool workers' count of scenarios grown, in seconds.
+TICK = 0.25
+
+
+def _worker(parent: int, counted: Any) -> None:
+    """A pool worker's set-up: it counts the scenarios it grows where its parent reads them, dies with its parent,
+    and leaves stopping to it.
 
     SIGTERM (from the parent, or from the kernel when the parent dies) unwinds the unit in hand, so
     its `with` blocks clean up; Ctrl-C reaches the whole process group, and only the parent acts on it.
     """
+    global _grown
+    _grown = counted
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, _unwind)
     signal.signal(signal.SIGALRM, _unwind)
@@ -226,7 +267,8 @@ def _stop(pool: Any) -> None:
 def on_dask(address: str) -> Pool:
     """A running Dask cluster (`crashlab[dask]`): its scheduler places the work on its workers."""
 
-    def run(fn: Callable[[Any], Any], items: list, done: Callable[[Any], None]) -> list:
+    def run(fn: Callable[[Any], Any], items: list, done: Callable[[Any], None],
+            tick: Callable[[int], None] = lambda count: None) -> list:
         try:
             from distributed import Client
             from distributed import as_completed as dask_completed

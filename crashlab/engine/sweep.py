@@ -31,11 +31,14 @@ def sweep(setup: Setup, spec: Runners, depth: int = 2, share: bool = True, worke
 
 def sweep_all(setups: Sequence[Setup], spec: Runners, depth: int = 2, share: bool = True,
               workers: int = 1, scheduler: str | None = None, advance: Advance = _ignore, repeat: int = 1,
-              strays_fail: bool = True, baselines: int = 2, max_scenarios: int | None = None) -> list[VariantSweep]:
+              strays_fail: bool = True, baselines: int = 2, max_scenarios: int | None = None,
+              expect: Advance = _ignore) -> list[VariantSweep]:
     """Sweep every setup: here with one worker, on a process pool with more, on a Dask cluster with `scheduler`.
 
     A setup its runner cannot start from snapshots (`Runners.shares`) re-executes every scenario, whatever
     `share` says. With `max_scenarios`, a sweep of more scenarios is refused, before it grows or as it does (`Bound`).
+    `advance` is told of each scenario as it grows, and `expect` of about how many there are before the bulk of them
+    grows: what a progress bar needs.
     """
     for setup in setups:
         spec.check(setup)
@@ -52,6 +55,7 @@ def sweep_all(setups: Sequence[Setup], spec: Runners, depth: int = 2, share: boo
                 check_copies(stem, runner)  # a loop that says it keeps all in its run directory, checked first
         plans = [plan(setup, stem, runner, o, bound, advance)
                  for setup, stem, o in zip(setups, stems, chosen, strict=True)]
+        expect(bound.estimate)
         trunks = [t for _, ts in plans for t in ts]
         if workers == 1 and scheduler is None:
             lives = [grow_here(t, runner, advance) for t in trunks]
@@ -105,11 +109,9 @@ class Bound:
     grown: int = 0
 
     def check(self, setup: Setup, trunks: Sequence[Trunk], seconds_per_run: float) -> None:
-        if self.limit is None:
-            return
         mine = sum(estimated(t, self.depth) for t in trunks)
         self.estimate += mine
-        if self.estimate > self.limit:
+        if self.limit is not None and self.estimate > self.limit:
             minutes = mine * seconds_per_run / 60
             took = f"{minutes:,.0f} minutes or more" if minutes >= 1 else "under a minute"
             whole = f" (the sweep, about {self.estimate:,})" if self.estimate != mine else ""
