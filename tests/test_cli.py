@@ -184,8 +184,9 @@ def test_the_progress_bar_counts_scenarios_on_a_real_terminal(tmp_path):
     os.close(leader)
     assert done.returncode == 0
     assert json.loads(done.stdout)[0]["variant"] == "agent-keyed"  # stdout stays clean JSON
-    counts = [int(count) for count in re.findall(rb"sweep: (\d+) scenarios \[", shown)]
-    assert counts and counts == sorted(counts) and 0 < counts[-1] <= 6408  # of 1611 + 1593 + 1593 + 1611 scenarios
+    counts = [(int(count), int(total)) for count, total in re.findall(rb"sweep: .*?\| *(\d+)/(\d+) \[", shown)]
+    assert counts and counts == sorted(counts) and 0 < counts[-1][0] <= 6408  # of 1611 + 1593 + 1593 + 1611 scenarios
+    assert all(count <= total for count, total in counts)  # against the sweep's estimate, raised where it erred low
 
 
 def test_sharing_or_not_the_output_is_the_same_to_the_byte(cli):
