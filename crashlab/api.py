@@ -24,6 +24,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from crashlab.engine.parallel import MAX_WORKERS
+from crashlab.engine.sweep import MAX_DEPTH
 from crashlab.engine.sweep import sweep as sweep_setup
 from crashlab.engine.tree import Row, VariantSweep
 from crashlab.errors import BadInput
@@ -60,7 +62,7 @@ class Swept:
     """A sweep of your loop: every scenario, and the table's sums over them (a flaky one by its worst outcome)."""
 
     sweep: VariantSweep
-    depth: int = 1
+    depth: int = 2
     repeat: int = 1  # runs of each scenario: a failure's replay runs it as many times
 
     @property
@@ -127,7 +129,7 @@ class Swept:
 
 
 def sweep(entry: Entry, effects: Effects, *, name: str = "loop", tracker: TrackerMode = "keyed",
-          depth: int = 1, repeat: int = 1, baselines: int = 2, workers: int = 1,
+          depth: int = 2, repeat: int = 1, baselines: int = 2, workers: int = 1,
           service: YourService | None = None, state_in_run_dir: bool = False) -> Swept:
     """Kill `entry` at every crash point it reaches (and its restarts, up to `depth`), and count each effect.
 
@@ -145,13 +147,26 @@ def sweep(entry: Entry, effects: Effects, *, name: str = "loop", tracker: Tracke
     first checks your word at three crash points, and refuses the loop if a restart from a copy does
     otherwise than the restart after the death (`crashlab.engine.copies`).
     """
-    if depth < 1 or repeat < 1 or baselines < 1 or workers < 1:
-        raise BadInput("depth, repeat, baselines and workers must be at least 1")
+    counted(depth=depth, repeat=repeat, baselines=baselines, workers=workers)
     setup = loop(entry, effects, name=name, tracker=tracker, service=service, state_in_run_dir=state_in_run_dir)
     if workers > 1:
         sendable(setup)
     return Swept(sweep_setup(setup, RunnerSpec("forked"), depth=depth, share=state_in_run_dir and repeat == 1,
                              workers=workers, repeat=repeat, strays_fail=False, baselines=baselines), depth, repeat)
+
+
+#: The most each count may be, as on the command line.
+MOST = {"depth": MAX_DEPTH, "workers": MAX_WORKERS}
+
+
+def counted(**values: object) -> None:
+    """Refuse, as the command line does, a count that is not a whole number from 1 (a bool, a float, 0) or is past
+    the command line's bound."""
+    for name, value in values.items():
+        most = MOST.get(name)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1 or (most and value > most):
+            within = f" to {most:,}" if most else ""
+            raise BadInput(f"{name} must be a whole number from 1{within} (got {value!r})")
 
 
 def sendable(setup: Setup) -> None:
@@ -168,8 +183,7 @@ def explain(entry: Entry, effects: Effects, scenario: str, *, name: str | None =
     """One scenario's story (``NAME:I`` or ``NAME:I:J...``, as `sweep` names them), process by process,
     each process killed for real again where the scenario says. Run `repeat` times, a flaky scenario's
     story also holds (``flaky``) every outcome its repeats came to, with how many came to each."""
-    if repeat < 1:
-        raise BadInput("repeat must be at least 1")
+    counted(repeat=repeat)
     name = name or scenario.partition(":")[0]
     setup = loop(entry, effects, name=name, tracker=tracker)
     runs, calls = find_repeats(scenario, setup.job, {name: setup.variant}, repeat)

@@ -39,7 +39,7 @@ def test_a_point_outside_a_sweep_does_nothing():
 
 def test_a_loop_without_keys_duplicates_where_it_dies_between_the_commit_and_its_save(crash_sweep):
     """The pytest plugin's fixture is the API's sweep."""
-    plain = crash_sweep(partial(example.triage, keyed=False), EFFECTS, name="plain")
+    plain = crash_sweep(partial(example.triage, keyed=False), EFFECTS, name="plain", depth=1)
     points = ("accepted", "returned", "written", "saved")
     uninterrupted = plain.points
     assert tuple(uninterrupted) == tuple(f"{label}#{k}" for k in (1, 2, 3) for label in points)
@@ -53,7 +53,7 @@ def test_a_loop_without_keys_duplicates_where_it_dies_between_the_commit_and_its
 
 
 def test_the_same_loop_with_keys_never_duplicates_nor_loses_an_effect(crash_sweep):
-    keyed = crash_sweep(partial(example.triage, keyed=True), EFFECTS)
+    keyed = crash_sweep(partial(example.triage, keyed=True), EFFECTS, depth=1)
     assert len(keyed.scenarios) == 12 and keyed.dups == keyed.missing == 0 and keyed.failures() == [] and keyed.ok
 
 
@@ -76,7 +76,7 @@ def test_a_loop_that_does_not_repeat_itself_is_refused(tmp_path):
 
     with pytest.raises(Stray, match=r"^strays: the loop is not deterministic: process 1 passed \w+#\d+ \(.*\) at its "
                                     r"point \d+, where uninterrupted run \d+ passed (\w+#\d+ \(.*\)|nothing more)$"):
-        sweep(every_third_run_strays, EFFECTS, name="strays", baselines=3)
+        sweep(every_third_run_strays, EFFECTS, name="strays", baselines=3, depth=1)
 
 
 @pytest.mark.slow
@@ -86,7 +86,7 @@ def test_a_scenario_whose_repeats_disagree_is_flaky_and_counted_by_the_worst_it_
     def restart_flips_a_coin(run):
         example.triage(run, keyed=run.process == 1 or os.urandom(1)[0] < 128)
 
-    swept = sweep(restart_flips_a_coin, EFFECTS, name="flips", repeat=6)
+    swept = sweep(restart_flips_a_coin, EFFECTS, name="flips", repeat=6, depth=1)
     flaky = [s for s in swept.scenarios if s.outcome.flaky]
     assert swept.flaky == len(flaky) > 0 and not swept.ok
     assert all(s.outcome.flaky == 1 and sum(n for _, n in s.outcome.seen) == 6 for s in flaky)
@@ -105,13 +105,13 @@ def test_an_error_in_your_loop_is_named():
         raise KeyError("progress")
 
     with pytest.raises(HarnessError, match=r"^loop: process 1 failed: KeyError: 'progress' \(test_api.py:\d+\)"):
-        sweep(broken, EFFECTS)
+        sweep(broken, EFFECTS, depth=1)
 
 
 def test_bad_options_are_refused():
     with pytest.raises(ValueError, match=r"unknown tracker 'etcd' \(valid: keyed, keyless, lookup, fencing\)"):
-        sweep(example.triage, EFFECTS, tracker="etcd")
-    with pytest.raises(ValueError, match="at least 1"):
+        sweep(example.triage, EFFECTS, tracker="etcd", depth=1)
+    with pytest.raises(ValueError, match="depth must be a whole number from 1 to 8"):
         sweep(example.triage, EFFECTS, depth=0)
 
 
@@ -151,7 +151,7 @@ def test_a_restart_that_strays_from_the_run_it_repeats_is_flaky_and_says_where(t
 @pytest.mark.slow
 def test_on_two_workers_the_sweep_is_the_same_scenario_by_scenario():
     plain = partial(example.triage, keyed=False)
-    two, one = sweep(plain, EFFECTS, workers=2), sweep(plain, EFFECTS)
+    two, one = sweep(plain, EFFECTS, workers=2, depth=1), sweep(plain, EFFECTS, depth=1)
     assert (results(two.sweep), two.row()) == (results(one.sweep), one.row())
 
 
@@ -200,5 +200,82 @@ def files_twice(run):
 ])
 def test_a_loop_whose_uninterrupted_run_does_not_make_each_effect_once_is_refused_not_passed(entry, made):
     with pytest.raises(BadInput, match="its uninterrupted run must make each intended effect") as refused:
-        sweep(entry, ["A"], name="mine")
+        sweep(entry, ["A"], name="mine", depth=1)
     assert str(refused.value) == f"mine: its uninterrupted run must make each intended effect (A) exactly once, and {made}"
+
+
+# One API: the command line's defaults, name rules and bounds, and a row a person can read.
+
+
+def test_the_api_sweeps_as_deep_as_the_command_line_by_default():
+    import inspect
+
+    from crashlab.cli.sweep import sweep as command
+
+    depth = next(p for p in command.params if p.name == "depth")
+    assert inspect.signature(sweep).parameters["depth"].default == depth.default == 2
+
+
+@pytest.mark.parametrize(("argument", "value"), [("depth", 1.5), ("depth", True), ("depth", 0), ("depth", 9),
+                                                 ("repeat", "2"), ("workers", 0), ("workers", 2000),
+                                                 ("baselines", None)])
+def test_a_count_the_command_line_would_refuse_is_refused_before_anything_runs(argument, value, tmp_path):
+    ran = tmp_path / "ran"
+
+    def entry() -> None:  # a real process would leave this file behind
+        ran.touch()
+
+    with pytest.raises(BadInput, match=f"^{argument} must be a whole number from 1"):
+        sweep(entry, EFFECTS, **{argument: value})
+    assert not ran.exists()
+
+
+def test_a_loop_named_as_python_names_functions_is_named_as_the_command_line_names_it():
+    assert loop(example.triage, EFFECTS, name="plain_Loop").variant.slug == "plain-loop"
+    with pytest.raises(BadInput, match=r"^name '1 loop': a scenario ID starts with it, so it must be a letter, then "
+                                       r"letters, digits, dashes or underscores \(plain_loop is plain-loop\)$"):
+        loop(example.triage, EFFECTS, name="1 loop")
+
+
+def test_a_row_prints_as_a_person_reads_it(triage):
+    from crashlab.loops import VARIANTS
+    from crashlab.protocols.scenario import Setup
+
+    row = sweep_setup(Setup(VARIANTS["after-reply"], triage), RunnerSpec()).row()
+    assert str(row) == (f"after-reply (save after the reply), crash: {row.scenarios:,} scenarios, {row.distinct} "
+                        f"distinct states, {row.windows} windows; with dups {row.with_dups}, dups {row.dups}, "
+                        f"calls+ {row.calls_plus}")
+    assert row.scenarios == 688 and row.dups == 360  # the book's cells, as the sweep counts them
+
+
+def second_run_files_in_another_order(counter: Path):
+    """A loop that files A then B, except in its second uninterrupted run, which files B then A: what two runs of a
+    loop that files both at once on threads may do. It imports nothing of crashlab's internals."""
+
+    def files_both(run):
+        runs = int(counter.read_text()) + 1 if counter.exists() else 1
+        counter.write_text(str(runs))
+        order = ("B", "A") if runs == 2 else ("A", "B")
+        for step in order:
+            run.tracker.create_issue(step, f"issue {step}", key=f"files-both-1:{step}")
+            crashlab.point("returned")
+
+    return files_both
+
+
+def test_a_loop_whose_runs_do_the_same_in_another_order_is_told_to_let_crashlab_schedule_it(tmp_path):
+    with pytest.raises(Stray) as refused:
+        sweep(second_run_files_in_another_order(tmp_path / "runs"), ["A", "B"], name="both", depth=1)
+    said = str(refused.value)
+    assert "the two runs did the same things in another order" in said and "--scheduled" in said
+    # The first difference side by side, each request under the loop's own key (not "key 1", the first key used).
+    assert ("process 1 sent request create_issue B under key 'files-both-1:B' (the scenario's key 1)" in said
+            and "where uninterrupted run 1 sent request create_issue A under key 'files-both-1:A' (the scenario's key 1)"
+            in said)
+
+
+def test_a_loop_that_strays_otherwise_is_told_where_to_look(tmp_path):
+    """Every seventh restart passes a point no other run passes: not an order, a difference."""
+    with pytest.raises(Stray, match="look for what it reads that changes from run to run"):
+        sweep_setup(loop(every_seventh_restart_strays(tmp_path / "counted"), EFFECTS, name="strays"),
+                    RunnerSpec("forked"), depth=2, share=False)

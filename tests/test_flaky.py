@@ -26,7 +26,7 @@ REPEAT = 4
 
 
 def test_a_loop_that_races_to_save_its_key_fails_the_fixture_with_the_worst_it_came_to(crash_sweep):
-    result = crash_sweep(racy, EFFECTS, name="racy", repeat=REPEAT)
+    result = crash_sweep(racy, EFFECTS, name="racy", repeat=REPEAT, depth=1)
     flaky = [s for s in result.scenarios if s.outcome.flaky]
     assert flaky and result.flaky == len(flaky) and not result.ok
     # Counted by the worst: a check of `dups == 0 and missing == 0` fails too, however the repeats went.
@@ -45,7 +45,7 @@ def test_a_loop_that_waits_for_its_key_is_not_flaky_though_its_keys_are_new_in_e
 
 def test_repeats_that_come_to_the_same_outcome_but_send_other_keys_are_flaky(crash_sweep):
     """Against a keyless service every restart duplicates, saved key or not: only the requests tell the race."""
-    result = crash_sweep(racy, EFFECTS, name="racy", tracker="keyless", repeat=REPEAT)
+    result = crash_sweep(racy, EFFECTS, name="racy", tracker="keyless", repeat=REPEAT, depth=1)
     flaky = [s for s in result.scenarios if s.outcome.flaky]
     assert flaky and not result.ok
     assert all(len(s.outcome.seen) == 1 and s.outcome.extra == 1 for s in flaky)  # one outcome, other requests
@@ -53,8 +53,9 @@ def test_repeats_that_come_to_the_same_outcome_but_send_other_keys_are_flaky(cra
 
 def test_a_restart_that_sends_another_key_than_the_restart_it_repeats_strays():
     """Without repeats: at depth 2, a restart that dies retraces the restart before it, its requests too."""
-    sent = (r"sent request create_issue 'Login fails on Safari' under key \d \(.*\), start after its point \d, where "
-            r"the restart of racy:\d sent request create_issue 'Login fails on Safari' under key \d ")
+    sent = (r"sent request create_issue 'Login fails on Safari' under key '[^']+' \(the scenario's key \d\) \(.*\), "
+            r"start after its point \d, where the restart of racy:\d sent request create_issue 'Login fails on Safari' "
+            r"under key '[^']+' \(the scenario's key \d\) ")
     with pytest.raises(Stray, match=rf"^racy:\d:\d: the loop is not deterministic: process 2 {sent}"):
         sweep_setup(loop(racy, EFFECTS, name="racy"), RunnerSpec("forked"), depth=2, share=False)
 
@@ -79,7 +80,8 @@ def test_a_key_is_named_by_its_first_use_in_the_scenario():
     assert [trace_of(fresh.events, p) for p in (1, 2)] == [trace_of(again.events, p) for p in (1, 2)]
     assert trace_of(fresh.events, 1) == trace_of(other.events, 1)
     assert trace_of(fresh.events, 2) != trace_of(other.events, 2)
-    assert str(trace_of(other.events, 2)[0]) == "request create_issue A under key 2 (answer=1, applied=True), start"
+    assert str(trace_of(other.events, 2)[0]) == ("request create_issue A under key 'c410' (the scenario's key 2) "
+                                                 "(answer=1, applied=True), start")
 
 
 def test_a_flaky_outcome_holds_every_outcome_with_how_often_and_counts_the_worst_of_each():

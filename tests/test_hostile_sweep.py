@@ -332,7 +332,7 @@ def test_effects_the_fixture_cannot_count_are_refused_in_one_line(crash_sweep, e
     from crashlab.errors import BadInput
 
     with pytest.raises(BadInput) as refused:
-        crash_sweep(partial(hand_written().triage, keyed=False), effects, name="plain")
+        crash_sweep(partial(hand_written().triage, keyed=False), effects, name="plain", depth=1)
     assert message in str(refused.value) and "\n" not in str(refused.value)
 
 
@@ -343,7 +343,7 @@ def test_an_entry_a_worker_cannot_be_sent_is_refused_before_the_sweep(crash_swee
     triage = hand_written().triage
     with pytest.raises(BadInput, match=r"^the loop's entry cannot be sent to a worker process: .*; pass workers=1 or "
                                        r"define it at module level$"):
-        crash_sweep(lambda run: triage(run, keyed=False), ["A", "B", "C"], workers=2)
+        crash_sweep(lambda run: triage(run, keyed=False), ["A", "B", "C"], workers=2, depth=1)
 
 
 # -- unbounded work: refused up front with an estimate, or done a batch at a time ------------------

@@ -76,9 +76,9 @@ def unmarked() -> None:
 
 def test_an_empty_loop_or_one_with_no_crash_point_against_your_service_is_refused_not_passed(tmp_path):
     with pytest.raises(BadInput, match="it made A not at all; B not at all"):
-        sweep(lambda: None, EFFECTS, service=IssuesDatabase(tmp_path / "issues.sqlite"))
+        sweep(lambda: None, EFFECTS, service=IssuesDatabase(tmp_path / "issues.sqlite"), depth=1)
     with pytest.raises(BadInput, match="its uninterrupted run passes no crash point"):
-        sweep(unmarked, EFFECTS, service=IssuesDatabase(tmp_path / "issues.sqlite"))
+        sweep(unmarked, EFFECTS, service=IssuesDatabase(tmp_path / "issues.sqlite"), depth=1)
 
 
 def test_a_service_without_the_hooks_or_with_effect_names_is_refused(tmp_path):
@@ -86,9 +86,9 @@ def test_a_service_without_the_hooks_or_with_effect_names_is_refused(tmp_path):
         def reset(self) -> None: ...
 
     with pytest.raises(BadInput, match="Half lacks env\\(\\), reset\\(\\) or records\\(\\)"):
-        sweep(triage, EFFECTS, service=Half())  # type: ignore[arg-type]
+        sweep(triage, EFFECTS, service=Half(), depth=1)  # type: ignore[arg-type]
     with pytest.raises(BadInput, match="holds records, not effect names"):
-        sweep(triage, ["A", "B"], service=IssuesDatabase(tmp_path / "issues.sqlite"))
+        sweep(triage, ["A", "B"], service=IssuesDatabase(tmp_path / "issues.sqlite"), depth=1)
     with pytest.raises(BadInput, match="keeps its records where crashlab cannot copy them"):
-        sweep(triage, EFFECTS, service=IssuesDatabase(tmp_path / "issues.sqlite"), state_in_run_dir=True)
+        sweep(triage, EFFECTS, service=IssuesDatabase(tmp_path / "issues.sqlite"), state_in_run_dir=True, depth=1)
     assert isinstance(IssuesDatabase(tmp_path / "issues.sqlite"), YourService)

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import click
 
-from crashlab.cli.options import MAX_DEPTH, MAX_WORKERS
 from crashlab.cli.progress import progress
-from crashlab.engine.parallel import default_workers
+from crashlab.engine.parallel import MAX_WORKERS, default_workers
+from crashlab.engine.sweep import MAX_DEPTH
 from crashlab.errors import BadInput, CheckFailed
 
 

@@ -7,9 +7,10 @@ import json
 
 import click
 
-from crashlab.cli.options import MAX_DEPTH, MAX_WORKERS, job_option, names, open_job, time_limit_option
+from crashlab.cli.options import job_option, names, open_job, time_limit_option
 from crashlab.cli.progress import progress
-from crashlab.engine.parallel import default_workers
+from crashlab.engine.parallel import MAX_WORKERS, default_workers
+from crashlab.engine.sweep import MAX_DEPTH
 from crashlab.engine.tree import Row
 from crashlab.errors import BadInput, Flaky
 from crashlab.loops import VARIANTS

@@ -20,10 +20,6 @@ from crashlab.runners import RunnerSpec
 from crashlab.world import TRACKER_MODES
 
 DEFAULT_JOB = "triage"
-#: `--depth`: deeper than this, the scenarios of even a small job outnumber what a machine can run.
-MAX_DEPTH = 8
-#: `--workers`: more processes than this is a typo, not a machine.
-MAX_WORKERS = 1024
 FORMATS = ("table", "json", "csv")
 
 Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]

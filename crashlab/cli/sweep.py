@@ -12,8 +12,6 @@ import click
 
 from crashlab.cli.options import (
     FORMATS,
-    MAX_DEPTH,
-    MAX_WORKERS,
     Faulted,
     check_handles,
     choose,
@@ -27,8 +25,8 @@ from crashlab.cli.options import (
 )
 from crashlab.cli.progress import progress
 from crashlab.durable.store import STORE_KINDS
-from crashlab.engine.parallel import default_workers
-from crashlab.engine.sweep import sweep_all
+from crashlab.engine.parallel import MAX_WORKERS, default_workers
+from crashlab.engine.sweep import MAX_DEPTH, sweep_all
 from crashlab.engine.tree import Row, VariantSweep
 from crashlab.errors import BadInput, CheckFailed, Flaky
 from crashlab.faults.interleave import LIMIT, MOST, bounded

@@ -33,6 +33,8 @@ from crashlab.protocols.death import Choice
 from crashlab.protocols.runner import Runner, Runners
 
 Grown = list[tuple[Choice, Life]]
+#: The most worker processes a sweep asks for (`--workers`, the API's `workers`): more is a typo, not a machine.
+MAX_WORKERS = 1024
 
 #: The worker process's memo: what it grew for one branch it reuses for the next branch of the same
 #: tree. One tree's at a time, named by a digest of what the lives depend on, so that a long-lived
@@ -131,7 +133,8 @@ def grow_everywhere(trunks: list[Trunk], spec: Runners, workers: int, scheduler:
         grown_so_far(finished)
 
     work = units(trunks, workers)
-    results = pool(workers, scheduler)(partial(grow_branches, spec=spec), work, done, grown_so_far)
+    # No more processes than units of work: a worker with nothing to do is a process started for nothing.
+    results = pool(min(workers, len(work)), scheduler)(partial(grow_branches, spec=spec), work, done, grown_so_far)
     flat = iter(grown for unit in results for grown in unit)
     return [[next(flat) for _ in t.branches] for t in trunks]
 

@@ -20,6 +20,10 @@ from crashlab.protocols.fault import Faults
 from crashlab.protocols.runner import Runner, Runners
 from crashlab.protocols.scenario import ScenarioRun, Setup
 
+#: The deepest sweep (`--depth`, the API's `depth`): deeper, the scenarios of even a small job outnumber what a machine
+#: can run.
+MAX_DEPTH = 8
+
 
 def sweep(setup: Setup, spec: Runners, depth: int = 2, share: bool = True, workers: int = 1,
           scheduler: str | None = None, advance: Advance = _ignore, repeat: int = 1, strays_fail: bool = True,

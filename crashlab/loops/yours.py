@@ -56,9 +56,15 @@ def load(spec: str) -> tuple[str, list[tuple[str, Entry]]]:
                            f"{', '.join(found) or 'none'})")
         if attr in attrs[:k]:
             raise BadInput(f"--loop {spec}: {attr} is named twice")
-        entries.append((attr.lower().replace("_", "-"), entry))
+        entries.append((slug(attr), entry))
     stem = Path(where).stem if where.endswith(".py") else where.rpartition(".")[2]
-    return stem.lower().replace("_", "-"), entries
+    return slug(stem), entries
+
+
+def slug(name: str) -> str:
+    """A loop's name as its scenario IDs start with it: lowercase, dashes for underscores (``plain_loop``:
+    ``plain-loop``), on the command line and in the API alike."""
+    return name.lower().replace("_", "-")
 
 
 def takes_run(entry: Callable[..., object]) -> bool:
@@ -133,8 +139,9 @@ def setup(entry: Entry, effects: Iterable[str] | Mapping[str, Any] | Iterable[Ef
     """
     if isinstance(effects, str):
         raise BadInput(f"effects is a list of effect names or a mapping of what each is, not the string {effects!r}")
-    if not re.fullmatch(r"[a-z][a-z0-9-]*", name):
-        raise BadInput(f"name {shown(name)}: a scenario ID starts with it, so lowercase letters, digits and dashes")
+    if not isinstance(name, str) or not re.fullmatch(r"[a-z][a-z0-9-]*", name := slug(name)):
+        raise BadInput(f"name {shown(name)}: a scenario ID starts with it, so it must be a letter, then letters, "
+                       "digits, dashes or underscores (plain_loop is plain-loop)")
     if tracker not in TRACKER_MODES:
         raise BadInput(f"unknown tracker {shown(tracker)} (valid: {', '.join(TRACKER_MODES)})")
     served: tuple[Effect, ...] = ()

@@ -14,6 +14,7 @@ table of a loop that breaks these rules would be a table of fiction.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from itertools import zip_longest
@@ -50,13 +51,16 @@ class Step:
     label: str  # the point's label, or the request's tool
     where: Where
     said: tuple[tuple[str, Any], ...] = ()  # a request's report, its key named by first use
+    key: str | None = field(default=None, compare=False)  # the key itself, as the loop sent it: for people to read
 
     def __str__(self) -> str:
-        """A request as an error names it: ``create_issue A under key 1 (answer=1, applied=True, ...), start``."""
+        """A request as an error names it: ``create_issue A under key 'triage-1:A' (the scenario's key 1) (answer=1,
+        applied=True, ...), start``: the loop's own key, and the order of its first use, by which two are compared."""
         told = dict(self.said)
         call, key = told.pop("call", ""), told.pop("key", None)
         rest = ", ".join(f"{name}={value!r}" for name, value in told.items())
-        return f"{self.kind} {self.label} {call} {f'under {key}' if key else 'with no key'} ({rest}), {self.where}"
+        under = f"under key {self.key!r} (the scenario's {key})" if key else "with no key"
+        return f"{self.kind} {self.label} {call} {under} ({rest}), {self.where}"
 
 
 #: What one process did, in order, that a repeat must retrace: its crash points and its requests.
@@ -75,7 +79,7 @@ def trace_of(events: Iterable[Event], process: int) -> Trace:
                 key = keys.setdefault(key, f"key {len(keys) + 1}")
             said = tuple(sorted({**e.detail, "key": key}.items()))
             if e.process == process:
-                steps.append(Step(e.kind, e.label, e.where, said))
+                steps.append(Step(e.kind, e.label, e.where, said, e.detail.get("key")))
         elif e.kind == "point" and e.process == process:
             steps.append(Step("point", e.label, e.where))
     return steps
@@ -285,10 +289,28 @@ def check_once(run: ScenarioRun) -> None:
 
 def check_retrace(run: ScenarioRun, process: int, expected: Trace, of: str) -> None:
     """A process repeats what it repeats: up to its crash, its points and requests are those of the run it
-    retraces. The points are compared first, so an error names the first point that differs, if one does."""
-    strayed = departure(run.trace(process), expected, of)
+    retraces. The points are compared first, so an error names the first point that differs, if one does; then
+    it says what to do about it."""
+    got = run.trace(process)
+    strayed = departure(got, expected, of)
     if strayed is not None:
-        raise Stray(f"{run.id}: the loop is not deterministic: process {process} {strayed}")
+        raise Stray(f"{run.id}: the loop is not deterministic: process {process} {strayed}; "
+                    f"{advice(run.setup.variant, got, expected)}")
+
+
+def advice(variant: Variant, got: Trace, expected: Trace) -> str:
+    """What to do about a loop whose two runs part ways: where they did the same things in another order, let the
+    harness decide the order of its threads; else, find what it reads that differs from run to run."""
+    n = min(len(got), len(expected))
+    reordered = Counter(map(_what, got[:n])) == Counter(map(_what, expected[:n]))  # answers aside: issue numbers move
+    if reordered and variant.table == "loop" and not variant.scheduled:
+        return ("the two runs did the same things in another order, as a loop does that runs its tool calls at once "
+                "(a thread pool, asyncio.to_thread, a parallel tool node): sweep it with --scheduled "
+                "(scheduled=True in the API), and crashlab decides the order, and with --fault interleave tries others")
+    if reordered:
+        return "the two runs did the same things in another order: their threads raced where the harness does not see"
+    return ("a loop must do the same each time it runs the same job from the same state: look for what it reads that "
+            "changes from run to run (a clock, a random number, a cache or a file outside its run directory)")
 
 
 def departure(got: Trace, expected: Trace, of: str) -> str | None:
@@ -304,6 +326,11 @@ def departure(got: Trace, expected: Trace, of: str) -> str | None:
     k = _first_difference(got, expected)
     after = sum(1 for step in got[:k] if step.kind == "point")
     return f"sent {_request(got, k)} after its point {after}, where {of} sent {_request(expected, k)}"
+
+
+def _what(step: Step) -> tuple[str, str, Any]:
+    """A step by what it is: a point's label, a request's tool and call (not what was answered)."""
+    return step.kind, step.label, dict(step.said).get("call")
 
 
 def _first_difference(got: Trace, expected: Trace) -> int:
