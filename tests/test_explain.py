@@ -111,11 +111,12 @@ def test_sweep_list_names_each_scenario_with_the_command_that_explains_it(cli):
     assert code == 0
     lines = out.splitlines()
     assert len(lines) == 306  # the table's "with dups" for after-reply
-    assert lines[0].split() == ["after-reply:1:6", "temp#1", "crashlab", "explain", "after-reply:1:6", "--job",
-                                "triage"]
+    assert lines[0].split() == ["after-reply:1:6", "temp#1", "then", "accepted#1", "crashlab", "explain",
+                                "after-reply:1:6", "--job", "triage"]  # every crash's point, not only the first
     code, out, _ = cli("sweep", "--variant", "markers", "--list", "asks", "--format", "json")
     asks = json.loads(out)
-    assert {"id": "markers:9", "first_crash": "accepted#1", "command": "crashlab explain markers:9 --job triage"} in asks
+    assert {"id": "markers:9", "first_crash": "accepted#1", "crashes": "accepted#1",
+            "command": "crashlab explain markers:9 --job triage"} in asks
     assert all(a["command"] == f"crashlab explain {a['id']} --job triage" for a in asks)
 
 

@@ -226,3 +226,63 @@ def test_the_windows_count_does_not_grow_with_how_densely_a_loop_is_marked(triag
     assert rows[0].dups < rows[1].dups < rows[2].dups
     assert rows[0].windows == rows[1].windows == rows[2].windows > 0
     assert rows[0].distinct == rows[1].distinct == rows[2].distinct
+
+
+# Causes: above the windows, one line for each harm a death adds, wherever the death falls.
+
+
+def test_each_cause_is_what_a_death_adds_and_a_harm_that_needs_no_new_death_is_no_cause_of_its_own(triage):
+    from crashlab.report.windows import added, causes
+
+    swept = sweep_setup(Setup(VARIANTS["after-reply"], triage), RunnerSpec())
+    found = causes(swept.scenarios())
+    assert [c.harm for c in found] == ["A made again", "B made again", "C made again"]
+    by_id = {s.id: s for s in swept.scenarios()}
+    adding = [s for s in swept.scenarios() if s.outcome.dups and
+              added(s.outcome, by_id[scenario_id(s.variant, "", s.crashes[:-1])].outcome if len(s.crashes) > 1 else
+                    None)]
+    assert sum(c.scenarios for c in found) == len(adding) < sum(1 for s in swept.scenarios() if s.outcome.dups)
+    assert sum(c.windows for c in found) <= len(windows(swept.scenarios()))
+    assert found[0].first_id == "after-reply:6"  # the shallowest scenario that does the harm replays it
+
+
+def test_a_cause_reads_as_a_sentence_with_the_command_that_replays_it():
+    from crashlab.report.windows import Cause, tell
+
+    cause = Cause("C made again", ("accepted#3", "answered#3", "accepted#1"), 12, 40, "plain:7")
+    assert tell(cause, lambda sid: f"crashlab explain {sid}") == (
+        "C made again whenever a process dies at `accepted#3`, `answered#3` or `accepted#1` (12 windows, "
+        "40 scenarios); replay: crashlab explain plain:7")
+
+
+ONE_CAUSE = '''
+import json, os, urllib.request
+from pathlib import Path
+
+def post(title, key):
+    headers = {"Content-Type": "application/json", **({"Idempotency-Key": key} if key else {})}
+    request = urllib.request.Request(os.environ["CRASHLAB_TRACKER_URL"] + "/issues",
+                                     json.dumps({"title": title, "body": ""}).encode(), headers)
+    with urllib.request.urlopen(request, timeout=30) as answer:
+        return json.load(answer)["number"]
+
+def files_two():
+    """Files A with a key and B without one: only B can be made twice."""
+    saved = Path(os.environ["CRASHLAB_RUN_DIR"]) / "done.json"
+    done = json.loads(saved.read_text()) if saved.exists() else {}
+    for step, key in (("A", "run-1:A"), ("B", None)):
+        if step not in done:
+            done[step] = post(f"issue {step}", key)
+            saved.write_text(json.dumps(done))
+'''
+
+
+def test_a_depth_two_sweep_of_a_loop_with_one_cause_of_duplicates_prints_one_cause_above_its_windows(tmp_path, cli):
+    (tmp_path / "one_cause.py").write_text(ONE_CAUSE)
+    (tmp_path / "effects.yaml").write_text("A: {issue: issue A}\nB: {issue: issue B}\n")
+    code, _, err = cli("sweep", "--loop", f"{tmp_path}/one_cause.py:files_two", "--effects",
+                       f"{tmp_path}/effects.yaml", "--depth", "2")
+    assert code == 0, err
+    lines = err.splitlines()
+    assert lines[0].startswith("1 cause ") and lines[1].startswith("  B made again whenever a process dies at ")
+    assert lines[2].startswith("the windows") and len(lines) > 4  # several windows, one cause

@@ -37,7 +37,7 @@ from crashlab.protocols.scenario import ScenarioResult, Setup
 from crashlab.protocols.variant import Variant
 from crashlab.report import golden, matrix, tables
 from crashlab.report.results import PendingResults
-from crashlab.report.windows import describe, windows
+from crashlab.report.windows import causes, describe, tell, windows
 from crashlab.runners import RunnerSpec
 
 #: `sweep --max-scenarios`: about a minute of scenarios in process (the depth-3 book sweep is 58,695), and
@@ -164,7 +164,7 @@ def sweep(job_spec: str, loop: str | None, variant: str | None, tracker: str | N
         formats = {"table": tables.table, "json": tables.to_json, "csv": tables.to_csv}
         click.echo(formats[fmt](rows, columns).rstrip("\n"))
         if any(v.calls_service for v in variants):
-            echo_windows(every_scenario(sweeps), explaining)
+            echo_windows(lambda: every_scenario(sweeps), explaining)
     if out is not None:
         click.echo(f"wrote {sum(r.scenarios for r in rows)} scenarios and the table to {out}/", err=True)
     if flaky := sum(r.flaky for r in rows):
@@ -219,9 +219,20 @@ def replay_command(job_spec: str, loop: str | None, effects_file: str | None,
 MAX_WINDOWS = 20
 
 
-def echo_windows(scenarios: Iterable[ScenarioResult], replay: Callable[[str], str]) -> None:
-    """On stderr, after the table: each window of consecutive crash points with one failure, and how to replay it."""
-    found = windows(scenarios)
+def echo_windows(scenarios: Callable[[], Iterable[ScenarioResult]], replay: Callable[[str], str]) -> None:
+    """On stderr, after the table: the causes (what a death adds to the harm, wherever it falls), then each window
+    of consecutive crash points with one failure, each with how to replay it."""
+    found, found_causes = windows(scenarios()), causes(scenarios())
+    if len(found_causes) < len(found):  # where each window is a cause of its own, the windows say it all
+        click.echo(f"{len(found_causes)} cause{'s' if len(found_causes) != 1 else ''} (what a death adds to the harm "
+                   "the deaths before it did; a scenario that fails by its earlier deaths alone counts where they "
+                   "die):", err=True)
+        for cause in found_causes[:MAX_WINDOWS]:
+            click.echo(f"  {tell(cause, replay)}", err=True)
+        if len(found_causes) > MAX_WINDOWS:
+            click.echo(f"  … and {len(found_causes) - MAX_WINDOWS} more causes", err=True)
+        click.echo("the windows (spans of crash points of one process, after the same deaths, that fail alike):",
+                   err=True)
     for window in found[:MAX_WINDOWS]:
         click.echo(describe(window, replay), err=True)
     if len(found) > MAX_WINDOWS:
@@ -234,12 +245,13 @@ def echo_listing(scenarios: Iterable[ScenarioResult], listing: str, replay: Call
     chosen = [r for r in scenarios if LISTS[listing](r.outcome)]
     commands = [replay(r.id) for r in chosen]
     if fmt == "table":
-        lines = [[r.id, r.points[0] if r.points else "-", command] for r, command in zip(chosen, commands, strict=True)]
+        lines = [[r.id, " then ".join(r.points) or "-", command] for r, command in zip(chosen, commands, strict=True)]
         click.echo(tables.grid(lines) if lines else f"no scenario with {listing}")
     else:
-        data = [{"id": r.id, "first_crash": r.points[0] if r.points else None, "command": c}
-                for r, c in zip(chosen, commands, strict=True)]
-        text = json.dumps(data, indent=2) if fmt == "json" else tables.csv_text(data, ["id", "first_crash", "command"])
+        data = [{"id": r.id, "first_crash": r.points[0] if r.points else None, "crashes": " then ".join(r.points),
+                 "command": c} for r, c in zip(chosen, commands, strict=True)]
+        text = json.dumps(data, indent=2) if fmt == "json" else \
+            tables.csv_text(data, ["id", "first_crash", "crashes", "command"])
         click.echo(text.rstrip("\n"))
 
 

@@ -141,6 +141,82 @@ def _next_state(last: _Open, this: _Open) -> bool:
     return (choices[:-1], choices[-1][:-1], choices[-1][-1] + 1) == (these[:-1], these[-1][:-1], these[-1][-1])
 
 
+@dataclass(frozen=True)
+class Cause:
+    """One harm a death does, wherever it falls: what it adds to the harm the earlier deaths did (``C made again``),
+    and the crash points where a death of any process adds it, with how many windows and scenarios it accounts for.
+
+    A loop that duplicates when it dies between a commit and its save does so after any earlier death too: at
+    depth 2 each earlier death is a window of its own, and the windows repeat one cause. A cause is that one line.
+    """
+
+    harm: str
+    points: tuple[str, ...]  # label#occurrence of the dying process, in the order first seen
+    windows: int
+    scenarios: int
+    first_id: str
+
+
+def added(outcome: Outcome, before: Outcome | None) -> str:
+    """What `outcome` holds beyond `before` (the scenario of the earlier deaths alone; None: the uninterrupted run,
+    which did no harm), as a short phrase: ``C made again`` (one copy more than before, however many there were)."""
+    before = before or Outcome({}, (), 0, 0, 0)
+    more = {effect: n - before.dups.get(effect, 0) for effect, n in outcome.dups.items()}
+    parts = [f"{effect} made again" if n == 1 else f"{effect} made {n} more times"
+             for effect, n in more.items() if n > 0]
+    parts += [f"{effect} lost" for effect in outcome.missing if effect not in before.missing]
+    parts += [f"{call} names the wrong record" for call in outcome.wrong if call not in before.wrong]
+    if outcome.orphans > before.orphans:
+        parts.append("a stray record no effect accounts for")
+    if outcome.stuck and not before.stuck:
+        parts.append("stuck: the run cannot go on")
+    if outcome.flaky and not before.flaky:
+        parts.append("flaky: its repeats disagreed or a process strayed")
+    return ", ".join(parts)
+
+
+def causes(scenarios: Iterable[ScenarioResult]) -> list[Cause]:
+    """The failing scenarios by what their last death added to the harm, and where it fell: one cause each, in the
+    order first seen. A scenario whose last death added nothing (the harm is all its earlier deaths') counts under
+    the earlier deaths' cause, where they die. `scenarios` may be a stream in sweep order (each scenario after the
+    one of its earlier deaths alone): only its ancestors, and each group's last scenario, are held."""
+    found: dict[str, Cause] = {}
+    ancestors: list[ScenarioResult] = []
+    last: dict[Group, tuple[int, Failure | None]] = {}  # each group's last crash index and failure: a window's edge
+    for s in scenarios:
+        group = _group(s)
+        while ancestors and (_group(ancestors[-1])[0] != group[0] or
+                             ancestors[-1].crashes != s.crashes[: len(ancestors[-1].crashes)]):
+            ancestors.pop()
+        before = ancestors[-1].outcome if ancestors and ancestors[-1].crashes == s.crashes[:-1] else None
+        ancestors.append(s)
+        failed = failure(s.outcome)
+        if not s.crashes:
+            continue
+        opens = last.get(group) != (s.crashes[-1] - 1, failed)  # this scenario starts a window of its own
+        last[group] = (s.crashes[-1], failed)
+        if failed is None or not (harm := added(s.outcome, before)):
+            continue
+        known = found.get(harm)
+        if known is None:
+            found[harm] = Cause(harm, (s.points[-1],), 1, 1, s.id)
+            continue
+        shallower = len(s.crashes) < len(known.first_id.split(":")) - 1
+        found[harm] = Cause(harm, tuple(dict.fromkeys((*known.points, s.points[-1]))), known.windows + opens,
+                            known.scenarios + 1, s.id if shallower else known.first_id)
+    return list(found.values())
+
+
+def tell(cause: Cause, replay: Callable[[str], str]) -> str:
+    """One line for a cause: ``C made again whenever a process dies at `accepted#3` or `answered#3` (12 windows,
+    24 scenarios); replay: ...``."""
+    points = [f"`{p}`" for p in cause.points]
+    at = points[0] if len(points) == 1 else ", ".join(points[:-1]) + f" or {points[-1]}"
+    count = f"{cause.windows} window{'s' if cause.windows != 1 else ''}, {cause.scenarios} scenario" + \
+        ("s" if cause.scenarios != 1 else "")
+    return f"{cause.harm} whenever a process dies at {at} ({count}); replay: {replay(cause.first_id)}"
+
+
 def _ordinal(n: int) -> str:
     return {2: "second", 3: "third", 4: "fourth", 5: "fifth"}.get(n, f"{n}th")
 
