@@ -104,8 +104,8 @@ def test_a_kill_at_every_system_call_of_a_runs_tracker_creation_is_resumed_with_
     """strace enumerates every system call `crashlab run` makes from its directory's mkdir to its first crash
     point (the tracker's creation and claims, the lock, the first save begun), then kills a new run with
     SIGKILL on entering each one in turn; each directory is run again, and must finish with A, B and C once.
-    (Before the tracker's schema and claims were made in one transaction, 20 of 41 such kills left a
-    directory the next run refused as not a crashlab tracker.)"""
+    (Made in place, a table per statement, 68 of 267 such kills left a directory the next run refused as
+    not a crashlab tracker.)"""
     job_file, strace = str(SCENARIOS / "triage.yaml"), shutil.which("strace")
     traced = subprocess.run([strace, "-f", "-qq", "-o", str(tmp_path / "log"), sys.executable, "-m", "crashlab", "run",
                              job_file, "--dir", "kill-whole", "--person", "auto"], cwd=tmp_path, capture_output=True,
@@ -115,25 +115,27 @@ def test_a_kill_at_every_system_call_of_a_runs_tracker_creation_is_resumed_with_
     assert traced.returncode == 0, traced.stderr
     calls_made = syscalls_of_creation((tmp_path / "log").read_text(), "kill-whole")
 
-    def killed_at(name: str, nth: int, said: bool, run_dir: str) -> str | None:
-        """Kill a new run on entering the `nth` call of `name`; why it did not die there, if it did not."""
+    def killed_at(name: str, nth: int, said: bool, run_dir: str) -> bool:
+        """Kill a new run on entering the `nth` call of `name`; whether it died there (said "new run" iff it
+        had by then, passed no crash point)."""
         killed = subprocess.run([strace, "-f", "-qq", "-o", os.devnull, "-e", f"trace={name}", "-e",
                                  f"inject={name}:signal=SIGKILL:when={nth}", sys.executable, "-m", "crashlab", "run",
                                  job_file, "--dir", run_dir, "--person", "auto"], cwd=tmp_path, capture_output=True,
                                 text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
-        if killed.returncode != -signal.SIGKILL or ("new run of" in killed.stderr) != said or "point " in killed.stderr:
-            return f"the kill at {name} #{nth} did not land there (exit {killed.returncode}): {killed.stderr!r}"
-        return None
+        assert killed.returncode == -signal.SIGKILL, f"no kill at {name} #{nth}: {killed.stderr}"
+        return ("new run of" in killed.stderr) == said and "point " not in killed.stderr
+
+    off: list[str] = []
 
     def kill_then_finish(at: int) -> str | None:
         name, nth, said = calls_made[at]
         run_dir = f"kill-{at:05d}"  # as long a name as the traced run's: a longer one moves its memory's calls
-        for _ in range(3):  # a call made one time more or less before it (an import's, a collection's) moves it
+        for _ in range(3):  # a memory call (mmap, munmap) made once more or less before it moves it
             shutil.rmtree(tmp_path / run_dir, ignore_errors=True)
-            if (missed := killed_at(name, nth, said, run_dir)) is None:
+            if killed_at(name, nth, said, run_dir):
                 break
-        if missed is not None:
-            return missed
+        else:
+            off.append(f"{name} #{nth}")  # killed near it: what that left must resume all the same
         done = subprocess.run([sys.executable, "-m", "crashlab", "run", job_file, "--dir", run_dir, "--person", "auto"],
                               cwd=tmp_path, capture_output=True, text=True, timeout=120,
                               env={**os.environ, "PYTHONPATH": str(ROOT)})
@@ -145,5 +147,5 @@ def test_a_kill_at_every_system_call_of_a_runs_tracker_creation_is_resumed_with_
     with ThreadPoolExecutor(max_workers=2) as pool:
         outcomes = list(pool.map(kill_then_finish, range(len(calls_made))))
     failed = [outcome for outcome in outcomes if outcome is not None]
-    assert len(calls_made) > 100
+    assert len(calls_made) > 100 and len(off) <= len(calls_made) // 50, f"kills that landed off their call: {off}"
     assert not failed, f"{len(failed)} of {len(calls_made)} kills:\n" + "\n".join(failed)
