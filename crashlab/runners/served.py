@@ -37,7 +37,7 @@ from crashlab.engine.scenario import Setup
 from crashlab.errors import HarnessError
 from crashlab.faults import Serving
 from crashlab.runners import TIME_LIMIT, turns
-from crashlab.runners.group import Child, Hung, dies_with
+from crashlab.runners.group import Boundary, Child, Hung, Outlived, dies_with
 from crashlab.runners.scratch import scratch
 from crashlab.service import control
 from crashlab.service.process import ServiceProcess
@@ -86,18 +86,20 @@ def live_served(setup: Setup, points: Recorder, directory: Path, service: Servic
 
     With `dies`, a death at one of the service's own points takes the service too: it never hears the
     harness's word, and the caller kills it where it waits. A `landing` lands the request a dead
-    process left on the wire as this one passes its point. The process leads a process group, which
-    every kill takes whole, and which is killed when it ends; `LoopFailed`, hung, past `limit` seconds.
+    process left on the wire as this one passes its point. The process is in a cgroup of its own and
+    leads a process group (`Boundary`), which every kill takes whole, and which is killed when it ends;
+    `LoopFailed`, hung, past `limit` seconds.
     With `stopped`, at each point it passes alive, the harness stops the group, as a death would take it,
     runs `stopped()`, and lets it go on."""
     assert service.control is not None, "a sweep's service has a control line"
     ours, theirs = socket.socketpair()
     parent = os.getpid()
+    boundary = Boundary.new()
     pid = os.fork()
     if pid == 0:  # the child: it never returns from here
         status = 1
         try:
-            os.setpgid(0, 0)
+            boundary.enter()
             dies_with(parent, signal.SIGKILL)
             ours.close()
             service.control.close()
@@ -106,14 +108,17 @@ def live_served(setup: Setup, points: Recorder, directory: Path, service: Servic
         finally:
             os._exit(status)
     theirs.close()
-    child = Child(pid, limit)
+    child = Child(pid, limit, boundary)
     try:
-        return _watch(points, child, ours, service.control, dies, landing, stopped)
+        try:
+            return _watch(points, child, ours, service.control, dies, landing, stopped)
+        finally:
+            child.end()
+            ours.close()
     except Hung as hung:
         raise LoopFailed(f"{points.scenario}: process {points.process}", str(hung)) from None
-    finally:
-        child.end()
-        ours.close()
+    except Outlived as outlived:
+        raise outlived.named(points.scenario, points.process) from None
 
 
 def _watch(points: Recorder, child: Child, loop: socket.socket, service: socket.socket, dies: bool,
