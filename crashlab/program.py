@@ -23,8 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from crashlab.durable.checkpoint import Checkpoint, CheckpointError, TurnRecord
-from crashlab.durable.store import CHECKPOINT, FileStore, sync_directory
+from crashlab.durable.store import CHECKPOINT, FileStore
 from crashlab.errors import BadInput
+from crashlab.fsync import sync_directory
 from crashlab.job import Call, Job
 from crashlab.job.reader import shown
 from crashlab.loops import VARIANTS
@@ -35,21 +36,25 @@ from crashlab.runners.forked import KillingRecorder, life_in
 from crashlab.world import TRACKER_MODES, Record, TrackerMode
 from crashlab.world.remote import RemoteTracker, served_mode
 from crashlab.world.sqlite import (
+    ASIDE,
     CLAIMS,
+    SIDE_FILES,
     TRACKER_FILE,
     Database,
     PersonFactory,
     SqlitePerson,
     WorldError,
     check_claims,
+    claims,
+    create,
 )
 
 LOCK_FILE = "lock"
 #: Every entry crashlab makes in a run directory, each a regular file: anything else in one of these
 #: places (a symlink, a directory, a FIFO) was put there by another hand, and writing through it
 #: could overwrite a file outside the directory, or hang.
-ENTRIES = (LOCK_FILE, CHECKPOINT, f"{CHECKPOINT}.tmp", TRACKER_FILE, f"{TRACKER_FILE}-wal", f"{TRACKER_FILE}-shm",
-           f"{TRACKER_FILE}-journal")
+ENTRIES = (LOCK_FILE, CHECKPOINT, f"{CHECKPOINT}.tmp",
+           *(f"{tracker}{suffix}" for tracker in (TRACKER_FILE, TRACKER_FILE + ASIDE) for suffix in ("", *SIDE_FILES)))
 
 
 class RunError(BadInput):
@@ -370,6 +375,8 @@ def live(job: Job, files: RunDir, mode: TrackerMode, person: PersonFactory, poin
     remote = None if files.service is None else (lambda points, db, mode: files.remote(points, mode, job))
     points.start_process()
     try:
+        if not files.tracker.exists():
+            create(files.tracker, claims(job, mode))
         life_in(files.path, setup, points, person, sync="full", tracker=remote)
     except BrokenPipeError:  # the terminal's reader went away: the command line ends quietly
         raise

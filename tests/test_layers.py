@@ -60,16 +60,17 @@ def imports(package: Path) -> list[Import]:
         typing = {id(node) for guard in ast.walk(tree) if isinstance(guard, ast.If) and
                   "TYPE_CHECKING" in ast.unparse(guard.test) for node in ast.walk(guard)}
         for node in ast.walk(tree):
-            for named in _targets(node, name, path.name == "__init__.py"):
+            for named in _targets(node, name, path.name == "__init__.py", known):
                 target = named
-                while target and target not in known:  # `from crashlab.x import name`: the module x
+                while target and target not in known:  # `import crashlab.x.name`: the module x
                     target = target.rpartition(".")[0]
                 if target and target != name:
                     found.append(Import(name, target, node.lineno, id(node) in typing))
-    return list(dict.fromkeys(found))  # `from a.b import c`: both names may be the module a.b
+    return list(dict.fromkeys(found))
 
 
-def _targets(node: ast.AST, module: str, is_package: bool) -> Iterator[str]:
+def _targets(node: ast.AST, module: str, is_package: bool, known: dict[str, Path]) -> Iterator[str]:
+    """What an import statement imports: `from a import b` imports the module a.b where there is one, else a."""
     if isinstance(node, ast.Import):
         yield from (alias.name for alias in node.names)
     elif isinstance(node, ast.ImportFrom):
@@ -77,8 +78,7 @@ def _targets(node: ast.AST, module: str, is_package: bool) -> Iterator[str]:
         if node.level:
             here = module.split(".")[: len(module.split(".")) - (node.level - int(is_package))]
             base = ".".join([*here, *([node.module] if node.module else [])])
-        yield base
-        yield from (f"{base}.{alias.name}" for alias in node.names)
+        yield from (f"{base}.{alias.name}" if f"{base}.{alias.name}" in known else base for alias in node.names)
 
 
 def row_of(module: str) -> str:

@@ -1,9 +1,10 @@
 """A death takes the whole process with it, and no process runs for ever.
 
-Each process a sweep runs for real leads a process group of its own. Its death at a crash point
-takes every process it started (a forked helper, a `subprocess.Popen` child), and when it ends
-any such process still running is killed: nothing of a scenario outlives it, to write into the
-next. A process that runs past `--time-limit` is killed the same way: a restart that hangs is
+Each process a sweep runs for real is in a cgroup of its own and leads a process group. Its death
+at a crash point takes every process it started (a forked helper, a `subprocess.Popen` child, a
+helper in a session of its own), and when it ends any such process still running is killed:
+nothing of a scenario outlives it, to write into the next. Where there is no cgroup, a helper that
+left the group and outlived its process fails its scenario, named. A process that runs past `--time-limit` is killed the same way: a restart that hangs is
 stuck, a first run that hangs fails the sweep in one line, and a sweep stopped by SIGTERM leaves
 no process of the loop behind.
 """
@@ -46,13 +47,17 @@ def file_once():
     (here() / "done").write_text("1")
 
 def helpers():
-    """A Popen child and a forked helper, each writing MARK 1.5 s later, if still alive."""
+    """A Popen child, a forked helper and one in a session of its own, each writing MARK 1.5 s later, if still
+    alive."""
     subprocess.Popen([sys.executable, "-c", f"import time; time.sleep(1.5); open({{MARK!r}}, 'a').write('popen')"])
-    if os.fork() == 0:
-        time.sleep(1.5)
-        with open(MARK, "a") as mark:
-            mark.write("fork")
-        os._exit(0)
+    for session in (False, True):
+        if os.fork() == 0:
+            if session:
+                os.setsid()
+            time.sleep(1.5)
+            with open(MARK, "a") as mark:
+                mark.write("session" if session else "fork")
+            os._exit(0)
 
 def leaves_helpers():
     helpers()
@@ -115,6 +120,46 @@ def _run_tracker_helpers(run: Run, mark: Path) -> None:
         run.tracker.create_issue("A", "One")
         crashlab.point("returned")
         saved.write_text("1")
+
+
+HELPER_LOOP = str(ROOT / "tests" / "helper_loop.py")
+
+
+@pytest.fixture
+def two_issues(tmp_path: Path) -> Path:
+    effects = tmp_path / "effects.yaml"
+    effects.write_text("A: {issue: Login fails on Safari}\nB: {issue: Export times out}\n")
+    return effects
+
+
+def test_a_step_done_by_a_helper_in_a_session_of_its_own_counts_as_the_same_step_done_inline(cli, two_issues):
+    """A death takes the helper with the process, as a machine's would: killed with its process group only,
+    the helper finished its step after the death, and hid both duplicates (0 where the inline loop has 2)."""
+    rows = {}
+    for entry in ("inline", "helper"):
+        code, out, err = cli("sweep", "--loop", f"{HELPER_LOOP}:{entry}", "--effects", str(two_issues), "--depth",
+                             "1", "--format", "json")
+        assert code == 0, err
+        (row,) = json.loads(out)
+        rows[entry] = {name: count for name, count in row.items() if name not in ("variant", "name")}
+    assert rows["helper"] == rows["inline"]
+    assert (rows["inline"]["dups"], rows["inline"]["flaky"]) == (2, 0)
+
+
+def test_without_a_cgroup_a_helper_that_outlives_its_process_fails_its_scenario_named(cli, two_issues, monkeypatch):
+    """Where no cgroup can be made, the process group is the boundary, said once; a helper in a session of its
+    own leaves it, and is found alive after its process's death: the sweep fails, naming it, not flaky."""
+    from crashlab.runners import group
+
+    monkeypatch.setattr(group, "_own_cgroup", lambda: (None, "none here, for this test"))
+    monkeypatch.setattr(group, "_parent", "")
+    code, out, err = cli("sweep", "--loop", f"{HELPER_LOOP}:helper", "--effects", str(two_issues), "--depth", "1")
+    assert (code, out) == (3, "")
+    assert err.count("warning: no cgroup v2 of its own for each process (none here, for this test): a death kills "
+                     "the process group") == 1
+    last = err.strip().splitlines()[-1]
+    assert "a process of scenario helper:1 outlived its death (process 1's): PID " in last
+    assert f", command line '{sys.executable}" in last  # forked from the sweep, with its command line
 
 
 def test_on_crashlabs_own_tracker_too_a_killed_process_takes_its_helpers(tmp_path):

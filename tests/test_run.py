@@ -4,14 +4,16 @@ import io
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 
+from crashlab import program
 from crashlab.durable.checkpoint import Checkpoint, TurnRecord
 from crashlab.job import Call, load_job
 from crashlab.program import locked
 from crashlab.protocols.points import Recorder
-from crashlab.world.sqlite import Database, open_world
+from crashlab.world.sqlite import Database, SqlitePerson, open_world
 
 from .conftest import ROOT, SCENARIOS
 
@@ -126,6 +128,60 @@ def test_the_person_on_the_terminal_sees_the_trackers_records_and_answers(cli, t
     assert "  issue #1 (A)  key k  'Login fails on Safari'" in err
     assert "Did call A (create_issue) reach the tracker? Its number, or no (1, no) [1]:" in err
     assert out.splitlines()[-1] == "the tracker holds issue #1 (A), issue #2 (B), comment #1 on #1 (C)"
+
+
+def run_killed_at_statement(run_dir, n: int | None) -> list[str]:
+    """`crashlab run` of the triage job in a forked process, SIGKILLed as the `n`-th SQL statement of its
+    connections begins (with None, never): the statements it began before its first crash point."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: it never returns from here
+        try:
+            began: list[str] = []
+            connect = sqlite3.connect
+
+            def began_statement(sql: str) -> None:
+                began.append(sql)
+                if len(began) == n:
+                    os.kill(os.getpid(), signal.SIGKILL)
+
+            def traced(*args, **kwargs):
+                connection = connect(*args, **kwargs)
+                connection.set_trace_callback(began_statement)
+                return connection
+
+            sqlite3.connect = traced
+            program.run(load_job(TRIAGE), run_dir, person=SqlitePerson,
+                        echo=lambda line: line.startswith("point 1 ") and os.write(write, json.dumps(began).encode()))
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as said:
+        told = said.read()
+    os.waitpid(pid, 0)
+    return json.loads(told) if told else []
+
+
+def test_a_run_killed_before_any_sql_statement_of_its_trackers_creation_is_resumed_with_every_effect_once(tmp_path):
+    """Between any two statements SQLite runs for `crashlab run` before its first crash point (looking at DIR,
+    making the tracker, claiming it for the job), a kill leaves a directory the next run finishes, A, B and C
+    once, with nothing of the dead creation left beside the tracker. (Made by one autocommit statement per
+    table, a kill between two left a tracker the next run refused: its tables are not crashlab's.)"""
+    statements = run_killed_at_statement(tmp_path / "whole", None)
+    assert any(sql.strip().startswith("CREATE TABLE") for sql in statements)
+    failed = {}
+    for n in range(1, len(statements) + 1):
+        run_dir = tmp_path / f"kill-{n}"
+        assert run_killed_at_statement(run_dir, n) == []  # it died at the statement, before its first point
+        try:
+            finished = program.run(load_job(TRIAGE), run_dir, person=SqlitePerson)
+        except program.RunError as error:
+            failed[statements[n - 1]] = str(error)
+            continue
+        scratch = [name for name in os.listdir(run_dir) if name.startswith("tracker.sqlite.new")]
+        if [r.call for r in finished.records] != ["A", "B", "C"] or scratch:
+            failed[statements[n - 1]] = f"the tracker holds {[r.call for r in finished.records]}, beside {scratch}"
+    assert failed == {}
 
 
 # The tracker as a running service: `crashlab run --service URL`.

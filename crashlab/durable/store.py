@@ -21,6 +21,7 @@ from typing import BinaryIO, Literal, Protocol
 
 from crashlab.durable.checkpoint import Checkpoint, CheckpointError
 from crashlab.durable.disk import Disk, Survivor
+from crashlab.fsync import sync_directory
 from crashlab.job.reader import MAX_CALLS, TEXT_LIMITS
 from crashlab.protocols.points import Recorder
 
@@ -194,15 +195,6 @@ def read_checkpoint_file(path: Path) -> bytes | None:
     if len(data) > MAX_CHECKPOINT_BYTES:  # it grew while being read
         raise CheckpointError(f"{path}: larger than any checkpoint ({MAX_CHECKPOINT_BYTES} bytes at most)")
     return data
-
-
-def sync_directory(path: Path) -> None:
-    """Make `path`'s entries durable: a name made, renamed or removed in it survives a power cut only after this."""
-    directory = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(directory)
-    finally:
-        os.close(directory)
 
 
 def create_afresh(path: Path) -> BinaryIO:

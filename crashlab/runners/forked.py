@@ -44,7 +44,9 @@ from crashlab.protocols.run import Run
 from crashlab.protocols.runner import TIME_LIMIT
 from crashlab.protocols.scenario import ScenarioRun, Setup, check_death, check_finished
 from crashlab.protocols.variant import RunnerKind
-from crashlab.runners.group import Child, Hung
+from crashlab.runners.group import Boundary, Child, Hung, Outlived
+from crashlab.runners.group import die as group_die
+from crashlab.runners.group import stop as group_stop
 from crashlab.runners.served import RUN_DIR, LoopFailed, Outside, Services, ended_by, served_world
 from crashlab.runners.turns import turns
 from crashlab.scratch import scratch
@@ -69,10 +71,10 @@ WORLD_FILES = tuple(f"{TRACKER_FILE}{suffix}" for suffix in ("", "-wal", "-shm",
 
 
 def die(group: bool = False) -> None:
-    """SIGKILL this process (with `group`, every process of its group: each it started): the death that no
-    code survives, in this process or in a helper it forked or spawned."""
+    """SIGKILL this process (with `group`, every process it started: `crashlab.runners.group.die`): the death that
+    no code survives, in this process or in a helper it forked or spawned."""
     if group:
-        os.killpg(0, signal.SIGKILL)
+        group_die()
     os.kill(os.getpid(), signal.SIGKILL)
 
 
@@ -154,7 +156,7 @@ class Trace:
         with self.lock:
             self.say(bytes(4))
             if group:
-                os.killpg(0, signal.SIGSTOP)
+                group_stop()
             else:
                 os.kill(os.getpid(), signal.SIGSTOP)
 
@@ -340,6 +342,8 @@ def live(setup: Setup, points: Recorder, directory: Path, env: Mapping[str, str]
         status, said = forked(partial(_child, setup, points, directory, env, stopped is not None), limit, stopped)
     except Hung as hung:
         raise LoopFailed(where, str(hung)) from None
+    except Outlived as outlived:
+        raise outlived.named(points.scenario, points.process) from None
     told, ended = heard(said, where)
     if not ended:
         raise HarnessError(f"{where} ended (wait status {status}) without a word: killed by something else?")
@@ -381,20 +385,22 @@ def forked(body: Callable[[Callable[[bytes], None]], None], limit: float = TIME_
 
     `body` gets `tell`, which writes bytes down a pipe to the parent. The child exits 0 if `body`
     returns and 1 if it raises, by `os._exit`: never the parent's exit handlers, never its buffered
-    output. A body that tells and then dies (`die`) leaves its words behind. The child leads a
-    process group of its own, and when it ends, whatever it started that still runs is killed: a
-    helper it forked or spawned never outlives it, nor the child this process. `Hung` if it runs
+    output. A body that tells and then dies (`die`) leaves its words behind. The child is in a
+    cgroup of its own and leads a process group (`Boundary`), and when it ends, whatever it started
+    that still runs is killed: a helper it forked or spawned never outlives it, nor the child this
+    process; `Outlived` if one left the boundary and was alive after that kill. `Hung` if it runs
     past `limit` seconds; if this process is interrupted meanwhile, the child's group is killed
     before the interruption goes on.
     Each time the child says it stops (`Trace.stop`), `stopped()` runs once it has, and then it goes on.
     """
     read, write = os.pipe()
     parent = os.getpid()
+    boundary = Boundary.new()
     pid = os.fork()
     if pid == 0:  # the child: it never returns from here
         status = 1
         try:
-            os.setpgid(0, 0)
+            boundary.enter()
             dies_with(parent, signal.SIGKILL)
             os.close(read)
             body(partial(_tell, write))
@@ -402,7 +408,7 @@ def forked(body: Callable[[Callable[[bytes], None]], None], limit: float = TIME_
         finally:
             os._exit(status)
     os.close(write)
-    child = Child(pid, limit)
+    child = Child(pid, limit, boundary)
     try:
         said = bytearray()
         is_open = _heard(read, child, said, stopped)

@@ -39,7 +39,7 @@ from crashlab.protocols.points import Crash, Event, Recorder, Where, recording
 from crashlab.protocols.run import Run
 from crashlab.protocols.runner import TIME_LIMIT
 from crashlab.protocols.scenario import Setup
-from crashlab.runners.group import Child, Hung
+from crashlab.runners.group import Boundary, Child, Hung, Outlived
 from crashlab.runners.turns import turns
 from crashlab.scratch import scratch
 from crashlab.service import control
@@ -89,18 +89,20 @@ def live_served(setup: Setup, points: Recorder, directory: Path, service: Servic
 
     With `dies`, a death at one of the service's own points takes the service too: it never hears the
     harness's word, and the caller kills it where it waits. A `landing` lands the request a dead
-    process left on the wire as this one passes its point. The process leads a process group, which
-    every kill takes whole, and which is killed when it ends; `LoopFailed`, hung, past `limit` seconds.
+    process left on the wire as this one passes its point. The process is in a cgroup of its own and
+    leads a process group (`Boundary`), which every kill takes whole, and which is killed when it ends;
+    `LoopFailed`, hung, past `limit` seconds.
     With `stopped`, at each point it passes alive, the harness stops the group, as a death would take it,
     runs `stopped()`, and lets it go on."""
     assert service.control is not None, "a sweep's service has a control line"
     ours, theirs = socket.socketpair()
     parent = os.getpid()
+    boundary = Boundary.new()
     pid = os.fork()
     if pid == 0:  # the child: it never returns from here
         status = 1
         try:
-            os.setpgid(0, 0)
+            boundary.enter()
             dies_with(parent, signal.SIGKILL)
             ours.close()
             service.control.close()
@@ -109,14 +111,17 @@ def live_served(setup: Setup, points: Recorder, directory: Path, service: Servic
         finally:
             os._exit(status)
     theirs.close()
-    child = Child(pid, limit)
+    child = Child(pid, limit, boundary)
     try:
-        return _watch(points, child, ours, service.control, dies, landing, stopped)
+        try:
+            return _watch(points, child, ours, service.control, dies, landing, stopped)
+        finally:
+            child.end()
+            ours.close()
     except Hung as hung:
         raise LoopFailed(f"{points.scenario}: process {points.process}", str(hung)) from None
-    finally:
-        child.end()
-        ours.close()
+    except Outlived as outlived:
+        raise outlived.named(points.scenario, points.process) from None
 
 
 def _watch(points: Recorder, child: Child, loop: socket.socket, service: socket.socket, dies: bool,

@@ -3,8 +3,10 @@
 Some runtimes keep what they know in a server, not in the process that runs the loop: Temporal a
 workflow's history, in its dev server; Prefect its flow runs and their states, in its API server.
 A real deployment's server outlives a worker's death, so the one here must too. The first process
-that needs it starts it, in a session of its own so that the kill of the loop's process group
-spares it, and records its address in the server's directory, where every later process finds it.
+that needs it starts it, in a session of its own and out of the process's cgroup, so that the kill
+of the loop's process group and cgroup spares it, declared (`OUTLIVES`) so that the harness does
+not report it as a survivor, and records its address in the server's directory, where every later
+process finds it.
 
 Nothing else stops it, so a watchdog does: the runtime's server module, run as a program, starts
 the server and ends it once the server's directory is gone, or the harness is (the process that
@@ -25,6 +27,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
+from crashlab.lifeline import OUTLIVES, outlives
+
 #: How often the watchdog looks for the server's directory: seconds (a wait on the harness, not a busy loop).
 WATCH = 0.5
 
@@ -43,9 +47,10 @@ def address(directory: Path, module: str, name: str, patience: float = 30) -> st
     free = _free_port()
     harness = os.pidfd_open(os.getppid())  # alive: it waits for this process
     try:
-        subprocess.Popen([sys.executable, "-m", module, str(directory), str(free), str(harness)],
-                         start_new_session=True, pass_fds=(harness,), stdin=subprocess.DEVNULL,
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        server = subprocess.Popen([sys.executable, "-m", module, str(directory), str(free), str(harness)],
+                                  start_new_session=True, env={**os.environ, OUTLIVES: "1"}, pass_fds=(harness,),
+                                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        outlives(server.pid)
     finally:
         os.close(harness)
     deadline = time.monotonic() + patience

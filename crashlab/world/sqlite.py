@@ -15,15 +15,17 @@ loop cannot tell them apart, and a test holds the two sweeps equal.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator, MutableMapping, MutableSet, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator, Mapping, MutableMapping, MutableSet, Sequence
+from contextlib import contextmanager, suppress
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 from crashlab.errors import BadInput
+from crashlab.fsync import sync_directory
 from crashlab.job import Call, Job
 from crashlab.job.reader import MAX_ISSUE
 from crashlab.protocols.points import Recorder
@@ -44,6 +46,10 @@ from crashlab.world.tracker import REFUSED, Modes, holds_issue, refused
 
 #: The world's file, in a run directory or a scenario's.
 TRACKER_FILE = "tracker.sqlite"
+#: What SQLite keeps beside a database, by the suffix it adds to the database's name.
+SIDE_FILES = ("-wal", "-shm", "-journal")
+#: The suffix of a tracker being made (`create`): renamed to the tracker's own name once it is whole.
+ASIDE = ".new"
 #: What the first process claims in the meta table, so that no later one resumes the world under another job or tracker.
 CLAIMS = ("job", "fingerprint", "tracker")
 
@@ -126,7 +132,7 @@ class Database:
             self.connection = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
             self.connection.execute("PRAGMA journal_mode=WAL")
             self.connection.execute("PRAGMA synchronous=FULL")
-            self.connection.executescript(SCHEMA)
+            self.connection.executescript(f"BEGIN; {SCHEMA} COMMIT;")  # a death leaves all its tables or none
         except sqlite3.DatabaseError as error:
             raise WorldError(f"{self.path}: not a crashlab tracker database ({error})") from None
 
@@ -440,6 +446,38 @@ def open_world(db: Database, job: Job, points: Recorder, tracker_mode: TrackerMo
     for name, wanted in claims(job, tracker_mode).items():
         check_claims(db.path, {name: db.claim(name, wanted)}, job, tracker_mode)
     return world_in(db, job, points, tracker_mode, person, desk, tracker)
+
+
+def create(path: Path, claimed: Mapping[str, str]) -> None:
+    """Make a world's database at `path` whole, its claims made, or not at all.
+
+    Made in place, a tracker passes through states no finished one is in: SQLite writes its first
+    page under a rollback journal, which a look opened read-only cannot roll back, and the tables
+    come one by one. A run killed there left a file the next run refused as not crashlab's (20 of
+    41 kills inside the creation, issue 38). So it is made beside its place, `NAME.new`, with its
+    WAL checkpointed into it and synced, and renamed into place: a death before the rename leaves
+    no tracker, only the scratch the next creation removes, and after it a whole tracker.
+    """
+    aside = path.with_name(path.name + ASIDE)
+    scratch = (aside, *(aside.with_name(aside.name + suffix) for suffix in SIDE_FILES))
+    for name in scratch:  # a dead creation's, never a tracker: nothing but `create` writes there
+        with suppress(FileNotFoundError):
+            os.unlink(name)
+    with Database(aside) as db:
+        with db.transaction() as sql:
+            sql.executemany("INSERT INTO meta (name, value) VALUES (?, ?)", claimed.items())
+        busy, _, _ = db.row("PRAGMA wal_checkpoint(TRUNCATE)")
+        assert not busy, f"{aside} is open in another connection, which only `create` makes"
+    for name in scratch[1:]:  # emptied by the checkpoint: all the tracker holds is in `aside` now
+        with suppress(FileNotFoundError):
+            os.unlink(name)
+    fd = os.open(aside, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.rename(aside, path)
+    sync_directory(path.parent)
 
 
 def claims(job: Job, tracker_mode: str) -> dict[str, str]:
