@@ -18,16 +18,16 @@ from typing import Any
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from crashlab.service.control import LineBroken
+from crashlab.service.doors import Doors
 from crashlab.service.mcp import PATH, LazyMcp
 from crashlab.service.tracker import MAX_NUMBER, Answer, Refused, Service
 
-#: The largest request body read, in bytes; a larger one is drained and refused with 413.
-MAX_BODY = 1 << 20
 #: A route's handler: the request in, the service's answer out.
 Handler = Callable[[Request], Awaitable[Response]]
 
@@ -44,16 +44,8 @@ def error(status: int, message: str) -> JSONResponse:
 async def read_object(request: Request, empty: dict[str, Any] | None = None) -> dict[str, Any]:
     """The request's body as a JSON object; `empty` stands for no body where the route allows none.
 
-    The whole body is read even when it is too large, so the client hears the 413 instead of a
-    connection reset while it is still sending.
-    """
-    data, size = bytearray(), 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size <= MAX_BODY:
-            data += chunk
-    if size > MAX_BODY:
-        raise Refused(413, f"the body is {size} bytes, more than {MAX_BODY}")
+    The body is whole and no larger than `MAX_BODY`: the service's doors (`Doors`) saw to that."""
+    data = await request.body()
     if not data.strip():
         if empty is not None:
             return empty
@@ -174,4 +166,5 @@ def build_app(service: Service, host: str = "127.0.0.1") -> Starlette:
         Route("/_crashlab/land", land, methods=["POST"]),
         Route(PATH, mcp),
     ]
-    return Starlette(routes=routes, exception_handlers={HTTPException: not_routed, Exception: failed}, lifespan=life)
+    return Starlette(routes=routes, middleware=[Middleware(Doors)],
+                     exception_handlers={HTTPException: not_routed, Exception: failed}, lifespan=life)
