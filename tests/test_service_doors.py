@@ -11,6 +11,7 @@ from __future__ import annotations
 import socket
 import time
 from collections.abc import Iterator
+from urllib.parse import quote
 
 import httpx
 import pytest
@@ -51,3 +52,29 @@ def test_a_client_that_hangs_up_mid_body_is_one_line_on_stderr_and_the_service_g
     assert all("hung up" in line for line in written), written[0]
     assert httpx.post(service.url + "/issues", json={"title": "t"}, trust_env=False).json() == {"number": 1}
     assert [r["title"] for r in service.state()["records"]] == ["t"], "nothing of the hung-up requests was applied"
+
+
+# The Idempotency-Key: the draft's structured-field string, printable ASCII, one per request.
+
+NOT_PRINTABLE_ASCII = ["clé", "k\t1", "k\x7f", "日本"]
+
+
+@pytest.mark.parametrize("key", NOT_PRINTABLE_ASCII, ids=ascii)
+def test_a_key_header_beyond_printable_ascii_is_400_and_changes_nothing(service, key):
+    answer = httpx.post(service.url + "/issues", json={"title": "Login fails"}, trust_env=False,
+                        headers={"Idempotency-Key": key.encode()})
+    assert answer.status_code == 400 and "printable ASCII" in answer.json()["error"]
+    assert service.state()["records"] == []
+
+
+@pytest.mark.parametrize("key", NOT_PRINTABLE_ASCII, ids=ascii)
+def test_a_lookup_of_a_key_beyond_printable_ascii_is_400_not_a_404_that_says_it_never_landed(service, key):
+    answer = httpx.get(service.url + "/idempotency/" + quote(key, safe=""), trust_env=False)
+    assert answer.status_code == 400 and "printable ASCII" in answer.json()["error"]
+
+
+def test_two_key_headers_are_400_and_change_nothing(service):
+    answer = httpx.post(service.url + "/issues", json={"title": "Login fails"}, trust_env=False,
+                        headers=[("Idempotency-Key", "k1"), ("Idempotency-Key", "k2")])
+    assert answer.status_code == 400 and "two Idempotency-Key headers" in answer.json()["error"]
+    assert service.state()["records"] == []

@@ -59,12 +59,26 @@ async def read_object(request: Request, empty: dict[str, Any] | None = None) -> 
     return value
 
 
+def header_keys(request: Request) -> list[str]:
+    """Each Idempotency-Key header's value, bare or as the draft's quoted structured-field string, unquoted."""
+    keys = request.headers.getlist("idempotency-key")
+    return [re.sub(r"\\([\\\"])", r"\1", key[1:-1]) if len(key) >= 2 and key[0] == key[-1] == '"' else key
+            for key in keys]
+
+
 def header_key(request: Request) -> str | None:
-    """The Idempotency-Key header, bare or as a quoted structured-field string; None if absent."""
-    key = request.headers.get("idempotency-key")
-    if key is not None and len(key) >= 2 and key[0] == key[-1] == '"':
-        key = re.sub(r"\\([\\\"])", r"\1", key[1:-1])
-    return key
+    """The request's Idempotency-Key; None if it has none. Two are refused: which one the request means is a
+    guess, and a proxy that joins them makes a third."""
+    keys = header_keys(request)
+    if len(keys) > 1:
+        raise Refused(400, "two Idempotency-Key headers: a request has one key")
+    return keys[0] if keys else None
+
+
+def said_key(request: Request) -> str | None:
+    """The key a refusal of this request is reported under on the control line: its one key, if it has one."""
+    keys = header_keys(request)
+    return keys[0] if len(keys) == 1 else None
 
 
 def path_key(request: Request) -> str:
@@ -153,8 +167,8 @@ def build_app(service: Service, host: str = "127.0.0.1") -> Starlette:
                 await service.line.close()
 
     routes = [
-        Route("/issues", tool("create_issue", create_issue, header_key), methods=["POST"]),
-        Route("/issues/{n}/comments", tool("comment", comment, header_key), methods=["POST"]),
+        Route("/issues", tool("create_issue", create_issue, said_key), methods=["POST"]),
+        Route("/issues/{n}/comments", tool("comment", comment, said_key), methods=["POST"]),
         Route("/search", tool("search", search), methods=["GET"]),
         Route("/idempotency/{key:path}", tool("key", lookup, path_key), methods=["GET"]),
         Route("/person/questions", tool("person", ask), methods=["POST"]),
