@@ -9,14 +9,20 @@ changes.
 from __future__ import annotations
 
 import socket
+import sqlite3
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
+from contextlib import closing
+from pathlib import Path
 from urllib.parse import quote
 
 import httpx
 import pytest
 
 from crashlab.service.process import ServiceProcess
+from crashlab.service.store import SERVICE_FILE
 
 
 @pytest.fixture(scope="module")
@@ -78,3 +84,51 @@ def test_two_key_headers_are_400_and_change_nothing(service):
                         headers=[("Idempotency-Key", "k1"), ("Idempotency-Key", "k2")])
     assert answer.status_code == 400 and "two Idempotency-Key headers" in answer.json()["error"]
     assert service.state()["records"] == []
+
+
+# A refusal changes nothing: not the file it refuses, not the directory it would have served.
+
+
+def serve(*args: str) -> tuple[int, str, str]:
+    """`crashlab serve` in a process of its own, which one that serves rather than refuses cannot hang."""
+    try:
+        done = subprocess.run([sys.executable, "-m", "crashlab", "serve", *args], capture_output=True, text=True,
+                              timeout=30)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"crashlab serve {' '.join(args)} served: it was to refuse")
+    return done.returncode, done.stdout, done.stderr
+
+
+def foreign_tables(path: Path) -> None:
+    with closing(sqlite3.connect(path)) as connection:
+        connection.execute("CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT)")
+        connection.commit()
+
+
+def foreign_records(path: Path) -> None:
+    """A table named as the service's, of another program's making: the file the issue saw changed."""
+    with closing(sqlite3.connect(path)) as connection:
+        connection.execute("PRAGMA journal_mode=WAL")
+        connection.execute("CREATE TABLE records (id INTEGER PRIMARY KEY, what TEXT)")
+        connection.commit()
+
+
+def not_sqlite(path: Path) -> None:
+    path.write_text("kept by another program\n" * 100)
+
+
+@pytest.mark.parametrize("make", [foreign_tables, foreign_records, not_sqlite])
+def test_serve_refuses_a_foreign_file_in_one_line_without_writing_a_byte_of_it(tmp_path, make):
+    make(tmp_path / SERVICE_FILE)
+    before = {path.name: path.read_bytes() for path in tmp_path.iterdir()}
+    code, out, err = serve("--dir", str(tmp_path))
+    assert (code, out) == (2, "") and err.count("\n") == 1
+    assert f"{tmp_path / SERVICE_FILE}: not a crashlab service database" in err
+    assert {path.name: path.read_bytes() for path in tmp_path.iterdir()} == before, "no table, no WAL, no lock file"
+
+
+def test_serve_on_a_busy_port_is_refused_in_one_line_and_makes_no_directory(tmp_path):
+    with socket.create_server(("127.0.0.1", 0)) as busy:
+        code, out, err = serve( "--dir", str(tmp_path / "svc"), "--port", str(busy.getsockname()[1]))
+    assert (code, out) == (2, "") and err.count("\n") == 1 and "cannot listen on 127.0.0.1:" in err
+    assert not (tmp_path / "svc").exists()

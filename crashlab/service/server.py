@@ -33,7 +33,7 @@ import uvicorn
 from crashlab.errors import BadInput
 from crashlab.service.app import build_app
 from crashlab.service.line import Line
-from crashlab.service.store import COMMITS, SERVICE_FILE, Store
+from crashlab.service.store import COMMITS, SERVICE_FILE, Store, check_file
 from crashlab.service.tracker import KEY_RULES, KeyRule, Service
 from crashlab.world.tracker import KEY_RETENTION, TRACKER_MODES, TrackerMode
 
@@ -155,20 +155,24 @@ def locked(directory: Path) -> Iterator[None]:
 
 
 def serve(settings: Settings, announce: Callable[[str, Service], None]) -> int:
-    """Serve until stopped; the exit status. `announce` is told the URL once the service listens."""
+    """Serve until stopped; the exit status. `announce` is told the URL once the service listens.
+
+    Whatever can be refused is refused before anything is made: the port is bound and the file
+    looked at first, so a busy port or another program's file leaves no directory, lock or table.
+    """
     settings.check()
-    try:
-        settings.directory.mkdir(exist_ok=True)
-    except OSError as error:
-        raise BadInput(f"--dir {settings.directory}: cannot make it ({error.strerror or error})") from None
-    with locked(settings.directory):
-        store = Store(settings.directory / SERVICE_FILE)
+    check_file(settings.directory / SERVICE_FILE)
+    with listen(settings.host, settings.port) as sock:
         try:
-            sock = listen(settings.host, settings.port)
-            with sock:
+            settings.directory.mkdir(exist_ok=True)
+        except OSError as error:
+            raise BadInput(f"--dir {settings.directory}: cannot make it ({error.strerror or error})") from None
+        with locked(settings.directory):
+            store = Store(settings.directory / SERVICE_FILE)
+            try:
                 return run(settings, store, sock, announce)
-        finally:
-            store.close()
+            finally:
+                store.close()
 
 
 def run(settings: Settings, store: Store, sock: socket.socket, announce: Callable[[str, Service], None]) -> int:
