@@ -358,7 +358,7 @@ HOSTILE = [
                          ids=[f"{m} {p[:30]} {c[:20]!r}" for m, p, c, *_ in HOSTILE])
 def test_hostile_input_is_refused_with_a_clear_one_line_error_never_a_500(api, method, path, content, headers,
                                                                           status, says):
-    answer = api.http.request(method, path, content=content, headers=headers)
+    answer = api.http.request(method, path, content=content, headers={"Content-Type": "application/json", **headers})
     assert answer.status_code == status
     error = answer.json()["error"]
     assert says in error and "\n" not in error and len(error) < 400

@@ -132,3 +132,91 @@ def test_serve_on_a_busy_port_is_refused_in_one_line_and_makes_no_directory(tmp_
         code, out, err = serve( "--dir", str(tmp_path / "svc"), "--port", str(busy.getsockname()[1]))
     assert (code, out) == (2, "") and err.count("\n") == 1 and "cannot listen on 127.0.0.1:" in err
     assert not (tmp_path / "svc").exists()
+
+
+# Host and Origin, on every route: a web page's request, cross-site or by DNS rebinding, changes nothing.
+
+EVERY_ROUTE = [
+    ("POST", "/issues", b'{"title": "t"}'), ("POST", "/issues/1/comments", b'{"body": "b"}'),
+    ("GET", "/search?q=t", b""), ("GET", "/idempotency/k1", b""), ("POST", "/person/questions", b'{"title": "t"}'),
+    ("POST", "/person/approvals", b'{"action": "a"}'), ("POST", "/model/calls", b"{}"), ("POST", "/mcp", b"{}"),
+    ("POST", "/_crashlab/reset", b"{}"), ("GET", "/_crashlab/state", b""), ("POST", "/_crashlab/clock", b"{}"),
+    ("POST", "/_crashlab/land", b"{}"), ("GET", "/no/such/route", b""),
+]
+FOREIGN_HOSTS = ["attacker.example", "attacker.example:{port}", "127.0.0.1.attacker.example:{port}",
+                 "localhost.attacker.example", "attacker.example@127.0.0.1:{port}", "10.1.2.3:{port}", "0.0.0.0:{port}",
+                 "[::ffff:127.0.0.1]:{port}", "127.0.0.1:{port}/x", ""]
+
+
+def port_of(service: ServiceProcess) -> int:
+    return int(service.url.rsplit(":", 1)[1])
+
+
+def one_record(service: ServiceProcess) -> None:
+    answer = httpx.post(service.url + "/issues", json={"title": "Login fails"}, trust_env=False)
+    assert answer.status_code == 201
+
+
+def test_a_cross_site_post_with_a_foreign_host_changes_nothing(service):
+    """What a web page sent to a developer's machine: answered 200, and every record, key and count was gone."""
+    one_record(service)
+    for path in ("/_crashlab/reset", "/issues"):
+        answer = httpx.post(service.url + path, content=b'{"title": "Pwned"}', trust_env=False,
+                            headers={"Host": "attacker.example", "Origin": "http://attacker.example",
+                                     "Content-Type": "text/plain"})
+        assert answer.status_code == 421 and "not this service's" in answer.json()["error"], path
+    assert [r["title"] for r in service.state()["records"]] == ["Login fails"]
+
+
+@pytest.mark.parametrize(("method", "path", "body"), EVERY_ROUTE, ids=[f"{m} {p}" for m, p, _ in EVERY_ROUTE])
+def test_every_route_refuses_a_host_that_is_not_loopback_or_the_services_own_address(service, method, path, body):
+    one_record(service)
+    for host in FOREIGN_HOSTS:
+        answer = httpx.request(method, service.url + path, content=body, trust_env=False,
+                               headers={"Host": host.format(port=port_of(service)), "Content-Type": "application/json"})
+        assert answer.status_code == 421, (host, answer.text)
+        error = answer.json()["error"]
+        assert "\n" not in error and len(error) < 400
+    assert [r["title"] for r in service.state()["records"]] == ["Login fails"]
+
+
+@pytest.mark.parametrize("origin", ["http://attacker.example", "null", "http://127.0.0.1.attacker.example",
+                                    "https://attacker.example:443", "http://10.1.2.3:{port}", "file://"])
+def test_a_page_of_another_origin_is_refused_though_it_names_a_loopback_host(service, origin):
+    answer = httpx.post(service.url + "/issues", json={"title": "Pwned"}, trust_env=False,
+                        headers={"Origin": origin.format(port=port_of(service))})
+    assert answer.status_code == 403 and "origin" in answer.json()["error"]
+    assert service.state()["records"] == []
+
+
+@pytest.mark.parametrize("host", ["localhost", "LOCALHOST:{port}", "localhost:{port}", "127.0.0.1", "127.0.0.1:8080",
+                                  "127.1.2.3:{port}", "[::1]:{port}"])
+def test_a_loopback_host_at_any_port_and_a_loopback_origin_are_let_in(service, host):
+    """A loopback name is this machine whatever the port: a tunnel's, or a proxy's on another port."""
+    headers = {"Host": host.format(port=port_of(service)), "Origin": f"http://{host.format(port=port_of(service))}"}
+    answer = httpx.post(service.url + "/issues", json={"title": "Login fails"}, trust_env=False, headers=headers)
+    assert answer.status_code == 201
+
+
+# Only JSON: a form's POST, or a fetch a page may send without asking first, never reaches a handler.
+
+BODIES = [("POST", "/issues"), ("POST", "/person/questions"), ("POST", "/model/calls"), ("POST", "/mcp"),
+          ("POST", "/_crashlab/clock")]
+
+
+@pytest.mark.parametrize("content_type", ["text/plain", "application/x-www-form-urlencoded", "multipart/form-data",
+                                          "application/json-seq", None])
+@pytest.mark.parametrize(("method", "path"), BODIES, ids=[p for _, p in BODIES])
+def test_a_body_not_sent_as_json_is_415_and_changes_nothing(service, method, path, content_type):
+    headers = {} if content_type is None else {"Content-Type": content_type}
+    answer = httpx.request(method, service.url + path, content=b'{"title": "Pwned"}', headers=headers,
+                           trust_env=False)
+    assert answer.status_code == 415 and "application/json" in answer.json()["error"]
+    assert service.state()["records"] == [] and service.state()["model_calls"] == 0
+
+
+def test_json_with_a_charset_is_json_and_a_post_with_no_body_needs_no_type(service):
+    answer = httpx.post(service.url + "/issues", content=b'{"title": "t"}', trust_env=False,
+                        headers={"Content-Type": "Application/JSON; charset=utf-8"})
+    assert answer.status_code == 201
+    assert httpx.post(service.url + "/model/calls", trust_env=False).json() == {"calls": 1}

@@ -24,7 +24,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from crashlab.service.control import LineBroken
-from crashlab.service.doors import Doors
+from crashlab.service.doors import Bound, Doors
 from crashlab.service.mcp import PATH, LazyMcp
 from crashlab.service.tracker import MAX_NUMBER, Answer, Refused, Service
 
@@ -91,9 +91,10 @@ def issue_number(raw: str) -> int:
     return int(raw)
 
 
-def build_app(service: Service, host: str = "127.0.0.1") -> Starlette:
-    """The service's Starlette app: its routes, the MCP endpoint at `PATH`, and the control line's life."""
-    mcp = LazyMcp(service, host)
+def build_app(service: Service, bound: Bound) -> Starlette:
+    """The service's Starlette app behind its doors (`Doors`, for a service listening at `bound`): its routes,
+    the MCP endpoint at `PATH`, and the control line's life."""
+    mcp = LazyMcp(service)
 
     def tool(label: str, work: Callable[[Request], Awaitable[Answer]],
              key: Callable[[Request], str | None] = lambda request: None) -> Handler:
@@ -180,5 +181,5 @@ def build_app(service: Service, host: str = "127.0.0.1") -> Starlette:
         Route("/_crashlab/land", land, methods=["POST"]),
         Route(PATH, mcp),
     ]
-    return Starlette(routes=routes, middleware=[Middleware(Doors)],
+    return Starlette(routes=routes, middleware=[Middleware(Doors, bound=bound)],
                      exception_handlers={HTTPException: not_routed, Exception: failed}, lifespan=life)

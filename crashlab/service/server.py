@@ -32,6 +32,7 @@ import uvicorn
 
 from crashlab.errors import BadInput
 from crashlab.service.app import build_app
+from crashlab.service.doors import Bound
 from crashlab.service.line import Line
 from crashlab.service.store import COMMITS, SERVICE_FILE, Store, check_file
 from crashlab.service.tracker import KEY_RULES, KeyRule, Service
@@ -188,7 +189,8 @@ def run(settings: Settings, store: Store, sock: socket.socket, announce: Callabl
     service = Service(store, cast(TrackerMode, settings.tracker), cast(KeyRule, settings.keys), settings.retention,
                       line, settings.commit, settings.steps, wrong_at=settings.wrong_at,
                       no_reply=settings.no_reply_at(), late=settings.late)
-    config = uvicorn.Config(build_app(service, settings.host), log_config=None, log_level="warning",
+    address, port = sock.getsockname()[:2]
+    config = uvicorn.Config(build_app(service, Bound(address, port)), log_config=None, log_level="warning",
                             access_log=False, lifespan="on", timeout_graceful_shutdown=GRACE)
     url = base_url(sock)
     server = Server(config, lambda: announce(url, service))
