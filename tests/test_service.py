@@ -313,7 +313,7 @@ def test_reset_empties_records_keys_counts_fences_and_the_clock(services):
 
 def test_the_clock_moves_only_forward_by_a_number_of_hours(api):
     for bad in ({"advance_hours": -1}, {"advance_hours": "1"}, {"advance_hours": True}, {}, {"hours": 1}):
-        answer = api.http.post("/_crashlab/clock", json=bad)
+        answer = api.http.post("/_crashlab/clock", json=bad, headers={"Authorization": f"Bearer {api.service.token}"})
         assert answer.status_code == 400, bad
     with pytest.raises(HarnessError, match="400"):
         api.service.advance(float("nan"))

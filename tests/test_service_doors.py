@@ -220,3 +220,52 @@ def test_json_with_a_charset_is_json_and_a_post_with_no_body_needs_no_type(servi
                         headers={"Content-Type": "Application/JSON; charset=utf-8"})
     assert answer.status_code == 201
     assert httpx.post(service.url + "/model/calls", trust_env=False).json() == {"calls": 1}
+
+
+# The harness's controls: behind the token the service printed as it started, which no page can know.
+
+CONTROLS = [("POST", "/_crashlab/reset", b"{}"), ("GET", "/_crashlab/state", b""),
+            ("POST", "/_crashlab/clock", b'{"advance_hours": 30}'), ("POST", "/_crashlab/land", b"{}"),
+            ("GET", "/_crashlab/no-such-control", b"")]
+
+
+@pytest.mark.parametrize(("method", "path", "body"), CONTROLS, ids=[f"{m} {p}" for m, p, _ in CONTROLS])
+def test_a_control_without_the_services_token_is_401_and_changes_nothing(service, method, path, body):
+    one_record(service)
+    httpx.post(service.url + "/issues", json={"title": "Export is slow"}, headers={"Idempotency-Key": "k1"},
+               trust_env=False)
+    for said in ({}, {"Authorization": "Bearer not-the-token"}, {"Authorization": f"Basic {service.token}"},
+                 {"Authorization": f"Bearer {service.token[:-1]}"}, {"X-Crashlab-Token": "Bearer " + service.token},
+                 {"Authorization": f"Bearer {service.token}é".encode()}):
+        answer = httpx.request(method, service.url + path, content=body, trust_env=False,
+                               headers={"Content-Type": "application/json", **said})
+        assert answer.status_code == 401, (said, answer.text)
+        assert "token" in answer.json()["error"] and answer.headers["WWW-Authenticate"].startswith("Bearer")
+    assert [r["title"] for r in service.state()["records"]] == ["Login fails", "Export is slow"]
+    replayed = httpx.post(service.url + "/issues", json={"title": "Export is slow"}, headers={"Idempotency-Key": "k1"},
+                          trust_env=False)
+    assert replayed.headers["Idempotent-Replayed"] == "true", "the key was kept: the clock did not move 30 hours"
+
+
+def test_the_token_opens_the_controls_and_the_tools_need_none(service):
+    one_record(service)
+    state = httpx.get(service.url + "/_crashlab/state", headers={"Authorization": f"bearer {service.token}"},
+                      trust_env=False)
+    assert [r["title"] for r in state.json()["records"]] == ["Login fails"]
+    assert len(service.token) >= 40, "secrets.token_urlsafe(32): 256 bits"
+
+
+def test_a_sweeps_loop_is_told_where_the_service_is_not_its_token(service):
+    assert service.token not in repr(service.env())
+
+
+def test_crashlab_serve_prints_its_url_first_and_the_token_that_opens_its_controls(tmp_path):
+    command = [sys.executable, "-m", "crashlab", "serve", "--dir", str(tmp_path / "svc")]
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as serve:
+        assert serve.stdout is not None
+        url = serve.stdout.readline().strip()
+        serve.terminate()
+        said = serve.stdout.read()  # not communicate(): it would miss what readline() has buffered
+        assert serve.wait(30) == 0
+    token = said.split("Authorization: Bearer ", 1)[-1].split("'")[0]
+    assert url.startswith("http://127.0.0.1:") and len(token) >= 40 and f"CRASHLAB_SERVICE_TOKEN={token}" in said

@@ -16,13 +16,15 @@ if TYPE_CHECKING:
 KEY_RULES = ("optional", "required")
 
 
-def say(url: str, service: Service) -> None:
+def say(url: str, token: str, service: Service) -> None:
     click.echo(url)
     click.echo(f"crashlab serve: {service.describe()}")
     click.echo(f"  HTTP  POST {url}/issues  POST {url}/issues/N/comments  GET {url}/search?q=TEXT  "
-               f"GET {url}/idempotency/KEY")
+               f"GET {url}/idempotency/KEY  (bodies as Content-Type: application/json)")
     click.echo(f"  MCP   {url}/mcp (streamable HTTP; the key is the tools' idempotency_key argument)")
-    click.echo(f"  what it holds: GET {url}/_crashlab/state.  Ctrl-C stops it; its records stay in the directory.")
+    click.echo(f"  what it holds: GET {url}/_crashlab/state -H 'Authorization: Bearer {token}'")
+    click.echo(f"  a run against it: CRASHLAB_SERVICE_TOKEN={token} crashlab run JOB --dir DIR --service {url}")
+    click.echo("  Ctrl-C stops it; its records stay in the directory.")
 
 
 @click.command("serve")

@@ -21,13 +21,15 @@ from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
+from starlette.routing import Mount, Route
 
 from crashlab.service.control import LineBroken
-from crashlab.service.doors import Bound, Doors
+from crashlab.service.doors import Bound, Doors, Token
 from crashlab.service.mcp import PATH, LazyMcp
 from crashlab.service.tracker import MAX_NUMBER, Answer, Refused, Service
 
+#: Where the harness's controls are, behind the service's token.
+CONTROLS = "/_crashlab"
 #: A route's handler: the request in, the service's answer out.
 Handler = Callable[[Request], Awaitable[Response]]
 
@@ -91,9 +93,9 @@ def issue_number(raw: str) -> int:
     return int(raw)
 
 
-def build_app(service: Service, bound: Bound) -> Starlette:
+def build_app(service: Service, bound: Bound, token: str) -> Starlette:
     """The service's Starlette app behind its doors (`Doors`, for a service listening at `bound`): its routes,
-    the MCP endpoint at `PATH`, and the control line's life."""
+    the MCP endpoint at `PATH`, the harness's controls behind `token`, and the control line's life."""
     mcp = LazyMcp(service)
 
     def tool(label: str, work: Callable[[Request], Awaitable[Answer]],
@@ -175,10 +177,12 @@ def build_app(service: Service, bound: Bound) -> Starlette:
         Route("/person/questions", tool("person", ask), methods=["POST"]),
         Route("/person/approvals", tool("person", approve), methods=["POST"]),
         Route("/model/calls", tool("call", model_call), methods=["POST"]),
-        Route("/_crashlab/reset", reset, methods=["POST"]),
-        Route("/_crashlab/state", state, methods=["GET"]),
-        Route("/_crashlab/clock", clock, methods=["POST"]),
-        Route("/_crashlab/land", land, methods=["POST"]),
+        Mount(CONTROLS, routes=[
+            Route("/reset", reset, methods=["POST"]),
+            Route("/state", state, methods=["GET"]),
+            Route("/clock", clock, methods=["POST"]),
+            Route("/land", land, methods=["POST"]),
+        ], middleware=[Middleware(Token, token=token)]),
         Route(PATH, mcp),
     ]
     return Starlette(routes=routes, middleware=[Middleware(Doors, bound=bound)],

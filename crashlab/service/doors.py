@@ -8,7 +8,9 @@ its own site; it sends its Origin; and it cannot send ``Content-Type: applicatio
 site without asking first (a CORS preflight, which the service never answers yes). So a request
 is let in only if its Host is a loopback name or the address the service listens on (421
 otherwise), its Origin, if it has one, is the same (403), and its body, if it has one, is JSON
-(415): before any handler could change anything.
+(415): before any handler could change anything. The harness's controls (``/_crashlab/*``: reset
+wipes everything) also need the token the service printed as it started (`Token`, 401 without
+it), which only the process that started it read, and no page can know.
 
 A request reaches a handler whole: its body read to the end (a larger one than `MAX_BODY` is
 drained and refused with 413, so the client hears why instead of a reset while it still sends),
@@ -19,6 +21,7 @@ lines or more: 3,000 hang-ups wrote 147,005 lines (issue 39).
 
 from __future__ import annotations
 
+import hmac
 import ipaddress
 import sys
 from dataclasses import dataclass
@@ -79,6 +82,29 @@ def authority(value: str) -> tuple[str, int | None] | None:
     if parts.netloc != value or "@" in value or not parts.hostname:
         return None
     return parts.hostname, port
+
+
+class Token:
+    """An app that answers only a request that carries `token` as ``Authorization: Bearer TOKEN``."""
+
+    def __init__(self, app: ASGIApp, token: str):
+        self.app = app
+        self.token = token.encode()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and not self.holds(Headers(scope=scope)):
+            refused = JSONResponse({"error": "the harness's controls need the token the service printed as it started: "
+                                             "send Authorization: Bearer TOKEN"}, 401,
+                                   headers={"WWW-Authenticate": 'Bearer realm="crashlab"'})
+            await refused(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+    def holds(self, headers: Headers) -> bool:
+        said = headers.getlist("authorization")
+        scheme, _, given = said[0].partition(" ") if len(said) == 1 else ("", "", "")
+        # Compared in constant time, as bytes: a header is read as Latin-1, which every byte is.
+        return scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode("latin-1"), self.token)
 
 
 @dataclass(frozen=True)

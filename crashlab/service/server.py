@@ -17,6 +17,7 @@ import fcntl
 import math
 import os
 import re
+import secrets
 import signal
 import socket
 import stat
@@ -155,8 +156,9 @@ def locked(directory: Path) -> Iterator[None]:
         yield
 
 
-def serve(settings: Settings, announce: Callable[[str, Service], None]) -> int:
-    """Serve until stopped; the exit status. `announce` is told the URL once the service listens.
+def serve(settings: Settings, announce: Callable[[str, str, Service], None]) -> int:
+    """Serve until stopped; the exit status. `announce` is told the URL and the controls' token once the
+    service listens.
 
     Whatever can be refused is refused before anything is made: the port is bound and the file
     looked at first, so a busy port or another program's file leaves no directory, lock or table.
@@ -176,7 +178,7 @@ def serve(settings: Settings, announce: Callable[[str, Service], None]) -> int:
                 store.close()
 
 
-def run(settings: Settings, store: Store, sock: socket.socket, announce: Callable[[str, Service], None]) -> int:
+def run(settings: Settings, store: Store, sock: socket.socket, announce: Callable[[str, str, Service], None]) -> int:
     server: Server | None = None
 
     def closed(why: str, broke: bool) -> None:
@@ -190,17 +192,19 @@ def run(settings: Settings, store: Store, sock: socket.socket, announce: Callabl
                       line, settings.commit, settings.steps, wrong_at=settings.wrong_at,
                       no_reply=settings.no_reply_at(), late=settings.late)
     address, port = sock.getsockname()[:2]
-    config = uvicorn.Config(build_app(service, Bound(address, port)), log_config=None, log_level="warning",
+    token = secrets.token_urlsafe(32)  # the harness's controls' key: only who reads the announcement knows it
+    config = uvicorn.Config(build_app(service, Bound(address, port), token), log_config=None, log_level="warning",
                             access_log=False, lifespan="on", timeout_graceful_shutdown=GRACE)
     url = base_url(sock)
-    server = Server(config, lambda: announce(url, service))
+    server = Server(config, lambda: announce(url, token, service))
     asyncio.run(server.serve(sockets=[sock]))
     return server.exit_code if server.started else 1
 
 
-def say_url(url: str, service: Service) -> None:
-    """The first line on stdout is the URL and nothing else; what the service is goes to stderr."""
-    print(url, flush=True)
+def say_url(url: str, token: str, service: Service) -> None:
+    """The first line on stdout is the URL and nothing else, the second the controls' token; what the service
+    is goes to stderr. Only the harness that started the service reads its stdout."""
+    print(url, token, sep="\n", flush=True)
     print(f"crashlab service: {service.describe()}", file=sys.stderr, flush=True)
 
 
