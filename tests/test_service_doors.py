@@ -269,3 +269,33 @@ def test_crashlab_serve_prints_its_url_first_and_the_token_that_opens_its_contro
         assert serve.wait(30) == 0
     token = said.split("Authorization: Bearer ", 1)[-1].split("'")[0]
     assert url.startswith("http://127.0.0.1:") and len(token) >= 40 and f"CRASHLAB_SERVICE_TOKEN={token}" in said
+
+
+# Beyond this machine only when asked: --expose.
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "::"])
+def test_serve_on_an_address_beyond_loopback_without_expose_is_refused_in_one_line(tmp_path, host):
+    code, out, err = serve("--dir", str(tmp_path / "svc"), "--host", host)
+    assert (code, out) == (2, "") and err.count("\n") == 1
+    assert f"--host {host} is not a loopback address" in err and "--expose" in err
+    assert not (tmp_path / "svc").exists()
+
+
+def test_with_expose_serve_says_what_it_exposes_and_its_doors_still_hold(tmp_path):
+    command = [sys.executable, "-m", "crashlab", "serve", "--dir", str(tmp_path / "svc"), "--host", "0.0.0.0",
+               "--expose"]
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as exposed:
+        assert exposed.stdout is not None
+        url = exposed.stdout.readline().strip()
+        port = url.rsplit(":", 1)[1]
+        local = f"http://127.0.0.1:{port}/issues"
+        by_ip = httpx.post(local, json={"title": "t"}, headers={"Host": f"10.1.2.3:{port}"}, trust_env=False)
+        by_name = httpx.post(local, json={"title": "t"}, headers={"Host": f"attacker.example:{port}"}, trust_env=False)
+        exposed.terminate()
+        said = exposed.stdout.read()
+        assert exposed.wait(30) == 0
+    assert url == f"http://0.0.0.0:{port}"
+    (line,) = [line for line in said.splitlines() if "exposed" in line]
+    assert f"0.0.0.0:{port}" in line and "anyone who can reach it" in line and "token" in line
+    assert (by_ip.status_code, by_name.status_code) == (201, 421), "an IP of its own is let in, a name is not"
