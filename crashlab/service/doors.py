@@ -48,6 +48,11 @@ class Bound:
     address: str
     port: int
 
+    @property
+    def where(self) -> str:
+        """The address and port as a URL writes them (an IPv6 address in brackets)."""
+        return f"[{self.address}]:{self.port}" if ":" in self.address else f"{self.address}:{self.port}"
+
     def admits(self, host: str, port: int) -> bool:
         if host == "localhost":
             return True
@@ -178,7 +183,7 @@ class Doors:
         if host is None or not self.bound.admits(host[0], 80 if host[1] is None else host[1]):
             said = repr(hosts[0][:80]) if len(hosts) == 1 else f"{len(hosts)} Host headers"
             return 421, (f"Host {said} is not this service's: it answers requests to localhost, 127.0.0.0/8 or [::1], "
-                         f"or to {self.bound.address}:{self.bound.port}, where it listens")
+                         f"or to {self.bound.where}, where it listens")
         origins = headers.getlist("origin")
         if origins and (len(origins) > 1 or not self.bound.admits_origin(origins[0])):
             return 403, (f"a request from the origin {origins[0][:80]!r} is refused: the service answers pages of "

@@ -1,8 +1,9 @@
 """Run the service: take its directory, bind its socket, say its URL, serve under uvicorn until told to stop.
 
 The socket is bound here, not by uvicorn, so port 0 means any free port and the URL can be known
-and announced: the first line on stdout is exactly the base URL, and a harness that started the
-process reads it to find the service. Anything else goes to stderr.
+and announced: the first line on stdout is exactly the base URL, the second the token its controls
+need, made anew at each start, and the harness that started the process, the only one to read its
+stdout, reads them to find and drive the service. Anything else goes to stderr.
 
 It stops, cleanly and with status 0, on SIGTERM or SIGINT, and when the harness's control line
 closes: a harness that died must not leave a service behind. A line that carried garbage stops it
@@ -138,7 +139,7 @@ class Started:
 
 def listen(host: str, port: int, expose: bool) -> socket.socket:
     """A socket bound to `host`:`port` (0: any free port), for uvicorn to listen on; beyond loopback only if
-    `expose`: the tools need no token, so whoever reaches the service may file issues and read them."""
+    `expose`: the tools need no token, so whoever reaches the service may file issues and search them."""
     try:
         family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
     except OSError as error:
@@ -161,10 +162,9 @@ def exposure(bound: Bound) -> str | None:
     address = ipaddress.ip_address(bound.address)
     if address.is_loopback:
         return None
-    where = f"{bound.address}:{bound.port}" if address.version == 4 else f"[{bound.address}]:{bound.port}"
     every = ", every address of this machine" if address.is_unspecified else ""
-    return (f"exposed on {where}{every}: anyone who can reach it may file issues and comments, search them, look up "
-            "keys, ask the person and count model calls, over HTTP and MCP; its controls still need the token")
+    return (f"exposed on {bound.where}{every}: anyone who can reach it may file issues and comments, search them, "
+            "look up keys, ask the person and count model calls, over HTTP and MCP; its controls still need the token")
 
 
 def base_url(sock: socket.socket) -> str:
