@@ -144,6 +144,7 @@ class RunDir:
 
     path: Path
     service: str | None = None  # the URL of a running `crashlab serve`
+    token: str | None = None  # the token its controls need, which it printed as it started
 
     @property
     def tracker(self) -> Path:
@@ -156,7 +157,7 @@ class RunDir:
 
     def remote(self, points: Recorder, mode: TrackerMode, job: Job) -> RemoteTracker:
         assert self.service is not None
-        return RemoteTracker(points, self.service, mode, job)
+        return RemoteTracker(points, self.service, mode, job, self.token)
 
     @property
     def checkpoint(self) -> Path:
@@ -302,17 +303,17 @@ def make(directory: Path) -> None:
 
 def run(job: Job, directory: Path, tracker_mode: TrackerMode | None = None, person: PersonFactory = SqlitePerson,
         kill_at: int | None = None, pace: float = 0.0, echo: Callable[[str], None] | None = None,
-        service: str | None = None) -> Finished:
+        service: str | None = None, token: str | None = None) -> Finished:
     """One process of the agent's loop over the run directory: start, resume, or say it is done.
 
     It lives its life as every process of a sweep killed for real does (`crashlab.runners.forked`),
     here in this process, with its checkpoint fully synced. `tracker_mode` None means the
     directory's own (keyed for a new one); any other must match it. With `service` (a running
-    `crashlab serve`'s URL), the tracker is that service, whose mode the run's must be; the
-    directory keeps the checkpoint, the person's and the model's counts.
+    `crashlab serve`'s URL, with `token`, the one its controls need), the tracker is that service,
+    whose mode the run's must be; the directory keeps the checkpoint, the person's and the model's counts.
     """
     make(directory)
-    files = RunDir(directory, service)
+    files = RunDir(directory, service, token)
     say = echo or (lambda line: None)
     with locked(directory):
         checkpoint, mode, records = resumable(files, job, tracker_mode)
@@ -345,7 +346,8 @@ def resumable(files: RunDir, job: Job, tracker_mode: TrackerMode | None) -> tupl
                 raise RunError(f"{files.checkpoint} has no tracker beside it: {files.tracker} is missing")
             check_belongs(checkpoint, job, files.checkpoint)
         held, records = found or ({}, [])
-        mode = tracker_mode or held.get("tracker") or (served_mode(files.service) if files.service else "keyed")
+        mode = tracker_mode or held.get("tracker") or (served_mode(files.service, files.token) if files.service
+                                                                else "keyed")
         if mode not in TRACKER_MODES:
             raise RunError(f"{files.tracker} was made for tracker {shown(mode)}, which this crashlab does not know")
         if files.service is not None:

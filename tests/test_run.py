@@ -193,16 +193,21 @@ def served(tmp_path, tracker: str = "keyed"):
     return ServiceProcess.start(tmp_path / f"service-{tracker}", tracker, control=False)
 
 
+def against(service) -> tuple[str, ...]:
+    """The options that point a run at `service`: its URL, and the token it printed as it started."""
+    return "--service", service.url, "--service-token", service.token
+
+
 def test_a_run_killed_where_the_service_committed_resumes_against_it_and_makes_each_effect_once(tmp_path):
     """The service is another process: the agent's death leaves its records standing, as a real tracker's."""
     with served(tmp_path) as service:
         run_dir = str(tmp_path / "run")
-        killed = crashlab("run", TRIAGE, "--dir", run_dir, "--person", "auto", "--service", service.url,
+        killed = crashlab("run", TRIAGE, "--dir", run_dir, "--person", "auto", *against(service),
                           "--crash-at", "9")
         assert killed.returncode == -signal.SIGKILL
         assert killed.stderr.splitlines()[-1] == "point 9 accepted  turn 1 call A (create_issue)"
         assert [r["title"] for r in service.state()["records"]] == ["Login fails on Safari"]
-        resumed = crashlab("run", TRIAGE, "--dir", run_dir, "--person", "auto", "--service", service.url)
+        resumed = crashlab("run", TRIAGE, "--dir", run_dir, "--person", "auto", *against(service))
         assert resumed.returncode == 0, resumed.stderr
         assert resumed.stdout.splitlines()[-1] == "the tracker holds issue #1 (A), issue #2 (B), comment #1 on #1 (C)"
         assert [(r["kind"], r["number"]) for r in service.state()["records"]] == [
@@ -212,8 +217,8 @@ def test_a_run_killed_where_the_service_committed_resumes_against_it_and_makes_e
 def test_against_a_keyless_service_the_restart_asks_and_still_makes_each_effect_once(tmp_path):
     with served(tmp_path, "keyless") as service:
         run_dir = str(tmp_path / "run")
-        crashlab("run", TRIAGE, "--dir", run_dir, "--person", "auto", "--service", service.url, "--crash-at", "9")
-        resumed = crashlab("run", TRIAGE, "--dir", run_dir, "--person", "auto", "--service", service.url)
+        crashlab("run", TRIAGE, "--dir", run_dir, "--person", "auto", *against(service), "--crash-at", "9")
+        resumed = crashlab("run", TRIAGE, "--dir", run_dir, "--person", "auto", *against(service))
         assert resumed.returncode == 0, resumed.stderr
         assert "(keyless tracker)" in resumed.stderr
         assert len(service.state()["records"]) == 3
@@ -221,15 +226,26 @@ def test_against_a_keyless_service_the_restart_asks_and_still_makes_each_effect_
 
 def test_a_service_that_is_not_the_runs_is_refused_in_one_line(cli, tmp_path):
     with served(tmp_path, "lookup") as service:
-        code, out, err = cli("run", TRIAGE, "--dir", str(tmp_path / "run"), "--person", "auto", "--service",
-                             service.url, "--tracker", "keyed")
+        code, out, err = cli("run", TRIAGE, "--dir", str(tmp_path / "run"), "--person", "auto", *against(service),
+                             "--tracker", "keyed")
         assert (code, out) == (2, "") and f"the service at {service.url} is a lookup tracker, and this run is keyed" \
             in err
         local = tmp_path / "local"
         assert cli("run", TRIAGE, "--dir", str(local), "--person", "auto")[0] == 0
-        code, out, err = cli("run", TRIAGE, "--dir", str(local), "--person", "auto", "--service", service.url)
+        code, out, err = cli("run", TRIAGE, "--dir", str(local), "--person", "auto", *against(service))
         assert (code, out) == (2, "") and "holds the records of a run on its own tracker" in err
-    code, out, err = cli("run", TRIAGE, "--dir", str(tmp_path / "gone"), "--person", "auto", "--service",
-                         service.url)
+    code, out, err = cli("run", TRIAGE, "--dir", str(tmp_path / "gone"), "--person", "auto", *against(service))
     assert (code, out) == (2, "") and f"the service at {service.url} did not answer GET /_crashlab/state" in err
     assert len(err.strip().splitlines()) == 1
+
+
+def test_a_run_against_a_service_without_its_token_is_refused_in_one_line_that_names_the_variable(cli, tmp_path):
+    with served(tmp_path) as service:
+        code, out, err = cli("run", TRIAGE, "--dir", str(tmp_path / "run"), "--person", "auto", "--service",
+                             service.url)
+        assert (code, out) == (2, "") and len(err.strip().splitlines()) == 1
+        assert "refused GET /_crashlab/state without its token: set CRASHLAB_SERVICE_TOKEN" in err
+        code, out, err = cli("run", TRIAGE, "--dir", str(tmp_path / "run"), "--person", "auto", "--service",
+                             service.url, "--service-token", "guessed")
+        assert (code, out) == (2, "") and "with a token that is not its own" in err
+        assert service.state()["records"] == []

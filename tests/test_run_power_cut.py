@@ -12,13 +12,17 @@ from __future__ import annotations
 import signal
 import subprocess
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from crashlab.durable.fuse import Layer, unusable
 from crashlab.program import make
 
-from .test_run import TRIAGE, crashlab
+from .test_run import TRIAGE, against, crashlab
+
+if TYPE_CHECKING:
+    from crashlab.service.process import ServiceProcess
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(bool(unusable()), reason=f"FUSE is not usable here: {unusable()}")]
 
@@ -26,9 +30,9 @@ MADE = [("issue", 1), ("issue", 2), ("comment", 1)]
 HOLDS = "issue #1 (A), issue #2 (B), comment #1 on #1 (C)"  # what the run says it made, finishing or finished
 
 
-def run(run_dir: Path, url: str, *more: str) -> subprocess.CompletedProcess[str]:
+def run(run_dir: Path, service: ServiceProcess, *more: str) -> subprocess.CompletedProcess[str]:
     """`crashlab run` on the triage job, in a process of its own, as a user starts it."""
-    return crashlab("run", TRIAGE, "--dir", str(run_dir), "--person", "auto", "--service", url, *more)
+    return crashlab("run", TRIAGE, "--dir", str(run_dir), "--person", "auto", *against(service), *more)
 
 
 def passed(stderr: str) -> int:
@@ -39,7 +43,7 @@ def test_crashlab_run_makes_each_effect_once_through_a_power_cut_at_every_crash_
     from crashlab.service.process import ServiceProcess
 
     with ServiceProcess.start(tmp_path / "service", "keyed", control=False) as service:
-        whole = run(tmp_path / "whole", service.url)
+        whole = run(tmp_path / "whole", service)
         assert whole.returncode == 0, whole.stderr
         points = passed(whole.stderr)
         assert points > 30
@@ -50,10 +54,10 @@ def test_crashlab_run_makes_each_effect_once_through_a_power_cut_at_every_crash_
             backing.mkdir()
             with Layer.over(backing) as layer:
                 run_dir = layer.mountpoint / "run"
-                killed = run(run_dir, service.url, "--crash-at", str(k))
+                killed = run(run_dir, service, "--crash-at", str(k))
                 assert killed.returncode == -signal.SIGKILL and passed(killed.stderr) == k, killed.stderr
                 took_back[k] = layer.cut()
-                resumed = run(run_dir, service.url)
+                resumed = run(run_dir, service)
                 assert resumed.returncode == 0, f"cut at point {k}: {resumed.stderr}"
             made = [(r["kind"], r["number"]) for r in service.state()["records"]]
             assert made == MADE and HOLDS in resumed.stdout, f"cut at point {k}: {took_back[k]}: {resumed.stdout}"

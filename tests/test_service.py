@@ -313,7 +313,7 @@ def test_reset_empties_records_keys_counts_fences_and_the_clock(services):
 
 def test_the_clock_moves_only_forward_by_a_number_of_hours(api):
     for bad in ({"advance_hours": -1}, {"advance_hours": "1"}, {"advance_hours": True}, {}, {"hours": 1}):
-        answer = api.http.post("/_crashlab/clock", json=bad)
+        answer = api.http.post("/_crashlab/clock", json=bad, headers={"Authorization": f"Bearer {api.service.token}"})
         assert answer.status_code == 400, bad
     with pytest.raises(HarnessError, match="400"):
         api.service.advance(float("nan"))
@@ -358,7 +358,7 @@ HOSTILE = [
                          ids=[f"{m} {p[:30]} {c[:20]!r}" for m, p, c, *_ in HOSTILE])
 def test_hostile_input_is_refused_with_a_clear_one_line_error_never_a_500(api, method, path, content, headers,
                                                                           status, says):
-    answer = api.http.request(method, path, content=content, headers=headers)
+    answer = api.http.request(method, path, content=content, headers={"Content-Type": "application/json", **headers})
     assert answer.status_code == status
     error = answer.json()["error"]
     assert says in error and "\n" not in error and len(error) < 400

@@ -80,3 +80,16 @@ def test_search_comment_lookup_and_the_person_answer_over_mcp(fresh):
     assert unknown.structured_content == {"found": False}
     assert asked.structured_content == {"happened": True, "numbers": [1]}
     assert fresh.state()["asks"] == 1
+
+
+def test_a_key_beyond_printable_ascii_is_refused_over_mcp_as_over_http_so_neither_files_it_twice(fresh):
+    """The HTTP header was read as Latin-1 and MCP's argument as UTF-8: one key was two, and a keyed service filed
+    the issue twice. The draft's key is printable ASCII; no door takes another."""
+    sent = httpx.post(fresh.url + "/issues", json={"title": "Login fails"}, headers={"Idempotency-Key": "clé".encode()},
+                      trust_env=False)
+    (retry, looked_up) = calls(fresh, ("create_issue", {"title": "Login fails", "idempotency_key": "clé"}),
+                               ("lookup", {"idempotency_key": "clé"}))
+    assert sent.status_code == 400
+    for refused in (retry, looked_up):
+        assert refused.is_error and ": 400: an idempotency key is printable ASCII" in refused.content[0].text
+    assert fresh.state()["records"] == []

@@ -16,6 +16,7 @@ from crashlab.job import Call
 from crashlab.report.story import describe
 from crashlab.report.tables import grid
 from crashlab.world import TRACKER_MODES, Record
+from crashlab.world.remote import TOKEN_VARIABLE
 from crashlab.world.sqlite import SqlitePerson
 
 #: The longest `--pace`, in seconds: an hour at each crash point is ample time to aim a kill by hand.
@@ -105,8 +106,11 @@ PERSONS = {"ask": TerminalPerson, **program.PERSONS}
 @click.option("--service", metavar="URL",
               help="The tracker is this running `crashlab serve` (the same for every run of DIR), not DIR's own: "
                    "DIR keeps the checkpoint and the person's and model's counts. Its tracker mode is the run's.")
+@click.option("--service-token", envvar=TOKEN_VARIABLE, show_envvar=True, metavar="TOKEN",
+              help="The token `crashlab serve` printed as it started, which its controls need: a run reads the "
+                   "service's records through them. Best given in the environment, where ps does not show it.")
 def run(job_path: str, directory: Path, tracker_mode: str | None, person: str, kill_at: int | None,
-        pace: float, service: str | None) -> None:
+        pace: float, service: str | None, service_token: str | None) -> None:
     """Run JOB with the agent's own loop as a real process, against a SQLite tracker in DIR (or the running
     service at --service URL).
 
@@ -120,10 +124,11 @@ def run(job_path: str, directory: Path, tracker_mode: str | None, person: str, k
     crashlab tracker show run1                                   what the tracker holds
     crashlab checkpoint show run1                                what the checkpoint holds
     crashlab serve --dir svc &   then   crashlab run triage --dir run2 --service URL
+                                 with CRASHLAB_SERVICE_TOKEN set to the token it printed
     """
     job = open_job(job_path)
     finished = program.run(job, directory, tracker_mode, PERSONS[person], kill_at, pace, say,  # type: ignore[arg-type]
-                           service)
+                           service, service_token)
     held = ", ".join(describe(r) for r in finished.records) or "nothing"
     if finished.already:
         click.echo(f"{directory}: already finished, nothing to do. The tracker holds {held}.")

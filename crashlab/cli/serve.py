@@ -10,26 +10,36 @@ import click
 from crashlab.world import TRACKER_MODES
 
 if TYPE_CHECKING:
-    from crashlab.service.tracker import Service
+    from crashlab.service.server import Started
 
 #: `--keys`, spelt here so that `crashlab --help` imports no part of the service.
 KEY_RULES = ("optional", "required")
 
 
-def say(url: str, service: Service) -> None:
+def say(started: Started) -> None:
+    url, token = started.url, started.token
     click.echo(url)
-    click.echo(f"crashlab serve: {service.describe()}")
+    click.echo(f"crashlab serve: {started.service.describe()}")
+    if started.exposed:
+        click.echo(f"  {started.exposed}")
     click.echo(f"  HTTP  POST {url}/issues  POST {url}/issues/N/comments  GET {url}/search?q=TEXT  "
-               f"GET {url}/idempotency/KEY")
+               f"GET {url}/idempotency/KEY  (bodies as Content-Type: application/json)")
     click.echo(f"  MCP   {url}/mcp (streamable HTTP; the key is the tools' idempotency_key argument)")
-    click.echo(f"  what it holds: GET {url}/_crashlab/state.  Ctrl-C stops it; its records stay in the directory.")
+    click.echo(f"  what it holds: GET {url}/_crashlab/state -H 'Authorization: Bearer {token}'")
+    click.echo(f"  a run against it: CRASHLAB_SERVICE_TOKEN={token} crashlab run JOB --dir DIR --service {url}")
+    click.echo("  Ctrl-C stops it; its records stay in the directory.")
 
 
 @click.command("serve")
 @click.option("--dir", "directory", required=True, type=click.Path(path_type=Path), metavar="DIR",
               help="The service's directory: service.sqlite, kept across restarts. Made if absent; its parent must "
                    "exist.")
-@click.option("--host", default="127.0.0.1", show_default=True, help="The address to listen on.")
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="The address to listen on: a loopback one, unless --expose.")
+@click.option("--expose", is_flag=True,
+              help="Let --host be an address beyond loopback (0.0.0.0: every address of this machine). Its tools "
+                   "need no token: whoever reaches it may file issues and search them. Its controls still need "
+                   "the token.")
 @click.option("--port", type=int, default=0, show_default=True, help="The port to listen on; 0 takes any free one.")
 @click.option("--tracker", type=click.Choice(TRACKER_MODES), default="keyed", show_default=True,
               help="What it does with an Idempotency-Key: keyed honours it (a retry gets the first response); "
@@ -39,20 +49,25 @@ def say(url: str, service: Service) -> None:
               help="required: a changing request without an Idempotency-Key is refused (400).")
 @click.option("--retention", type=float, default=24.0, show_default=True, metavar="HOURS",
               help="How long a key is kept, by the service's clock.")
-def serve(directory: Path, host: str, port: int, tracker: str, keys: str, retention: float) -> None:
+def serve(directory: Path, host: str, expose: bool, port: int, tracker: str, keys: str, retention: float) -> None:
     """Run the issue tracker as an HTTP service over SQLite in DIR, until Ctrl-C or SIGTERM.
 
     Its first line is its URL. A loop's tools call it with any HTTP client, or over MCP at URL/mcp;
     its records outlive every crash of the loop, as a real service's would. Run it again on the
     same DIR and it finds them. Only one service at a time may use DIR.
 
+    It answers only requests that name a loopback host (or the address it listens on), come from no
+    web page but a loopback one, and send their bodies as JSON: a page's cross-site request changes
+    nothing. Its controls (URL/_crashlab/: state, reset, clock) also need the token it prints as it
+    starts, made anew each time.
+
     \b
     crashlab serve --dir svc --port 8765
-    curl -X POST localhost:8765/issues -H 'Idempotency-Key: k1' -d '{"title": "Login fails"}'
+    curl localhost:8765/issues -H 'Idempotency-Key: k1' --json '{"title": "Login fails"}'
     """
     from crashlab.service.server import Settings
     from crashlab.service.server import serve as run
 
-    code = run(Settings(directory, host, port, tracker, keys, retention), say)
+    code = run(Settings(directory, host, port, tracker, keys, retention, expose=expose), say)
     if code:
         raise SystemExit(code)

@@ -18,16 +18,18 @@ from typing import Any
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
+from starlette.routing import Mount, Route
 
 from crashlab.service.control import LineBroken
+from crashlab.service.doors import Bound, Doors, Token
 from crashlab.service.mcp import PATH, LazyMcp
 from crashlab.service.tracker import MAX_NUMBER, Answer, Refused, Service
 
-#: The largest request body read, in bytes; a larger one is drained and refused with 413.
-MAX_BODY = 1 << 20
+#: Where the harness's controls are, behind the service's token.
+CONTROLS = "/_crashlab"
 #: A route's handler: the request in, the service's answer out.
 Handler = Callable[[Request], Awaitable[Response]]
 
@@ -44,16 +46,8 @@ def error(status: int, message: str) -> JSONResponse:
 async def read_object(request: Request, empty: dict[str, Any] | None = None) -> dict[str, Any]:
     """The request's body as a JSON object; `empty` stands for no body where the route allows none.
 
-    The whole body is read even when it is too large, so the client hears the 413 instead of a
-    connection reset while it is still sending.
-    """
-    data, size = bytearray(), 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size <= MAX_BODY:
-            data += chunk
-    if size > MAX_BODY:
-        raise Refused(413, f"the body is {size} bytes, more than {MAX_BODY}")
+    The body is whole and no larger than `MAX_BODY`: the service's doors (`Doors`) saw to that."""
+    data = await request.body()
     if not data.strip():
         if empty is not None:
             return empty
@@ -67,12 +61,26 @@ async def read_object(request: Request, empty: dict[str, Any] | None = None) -> 
     return value
 
 
+def header_keys(request: Request) -> list[str]:
+    """Each Idempotency-Key header's value, bare or as the draft's quoted structured-field string, unquoted."""
+    keys = request.headers.getlist("idempotency-key")
+    return [re.sub(r"\\([\\\"])", r"\1", key[1:-1]) if len(key) >= 2 and key[0] == key[-1] == '"' else key
+            for key in keys]
+
+
 def header_key(request: Request) -> str | None:
-    """The Idempotency-Key header, bare or as a quoted structured-field string; None if absent."""
-    key = request.headers.get("idempotency-key")
-    if key is not None and len(key) >= 2 and key[0] == key[-1] == '"':
-        key = re.sub(r"\\([\\\"])", r"\1", key[1:-1])
-    return key
+    """The request's Idempotency-Key; None if it has none. Two are refused: which one the request means is a
+    guess, and a proxy that joins them makes a third."""
+    keys = header_keys(request)
+    if len(keys) > 1:
+        raise Refused(400, "two Idempotency-Key headers: a request has one key")
+    return keys[0] if keys else None
+
+
+def said_key(request: Request) -> str | None:
+    """The key a refusal of this request is reported under on the control line: its one key, if it has one."""
+    keys = header_keys(request)
+    return keys[0] if len(keys) == 1 else None
 
 
 def path_key(request: Request) -> str:
@@ -85,9 +93,10 @@ def issue_number(raw: str) -> int:
     return int(raw)
 
 
-def build_app(service: Service, host: str = "127.0.0.1") -> Starlette:
-    """The service's Starlette app: its routes, the MCP endpoint at `PATH`, and the control line's life."""
-    mcp = LazyMcp(service, host)
+def build_app(service: Service, bound: Bound, token: str) -> Starlette:
+    """The service's Starlette app behind its doors (`Doors`, for a service listening at `bound`): its routes,
+    the MCP endpoint at `PATH`, the harness's controls behind `token`, and the control line's life."""
+    mcp = LazyMcp(service)
 
     def tool(label: str, work: Callable[[Request], Awaitable[Answer]],
              key: Callable[[Request], str | None] = lambda request: None) -> Handler:
@@ -161,17 +170,20 @@ def build_app(service: Service, host: str = "127.0.0.1") -> Starlette:
                 await service.line.close()
 
     routes = [
-        Route("/issues", tool("create_issue", create_issue, header_key), methods=["POST"]),
-        Route("/issues/{n}/comments", tool("comment", comment, header_key), methods=["POST"]),
+        Route("/issues", tool("create_issue", create_issue, said_key), methods=["POST"]),
+        Route("/issues/{n}/comments", tool("comment", comment, said_key), methods=["POST"]),
         Route("/search", tool("search", search), methods=["GET"]),
         Route("/idempotency/{key:path}", tool("key", lookup, path_key), methods=["GET"]),
         Route("/person/questions", tool("person", ask), methods=["POST"]),
         Route("/person/approvals", tool("person", approve), methods=["POST"]),
         Route("/model/calls", tool("call", model_call), methods=["POST"]),
-        Route("/_crashlab/reset", reset, methods=["POST"]),
-        Route("/_crashlab/state", state, methods=["GET"]),
-        Route("/_crashlab/clock", clock, methods=["POST"]),
-        Route("/_crashlab/land", land, methods=["POST"]),
+        Mount(CONTROLS, routes=[
+            Route("/reset", reset, methods=["POST"]),
+            Route("/state", state, methods=["GET"]),
+            Route("/clock", clock, methods=["POST"]),
+            Route("/land", land, methods=["POST"]),
+        ], middleware=[Middleware(Token, token=token)]),
         Route(PATH, mcp),
     ]
-    return Starlette(routes=routes, exception_handlers={HTTPException: not_routed, Exception: failed}, lifespan=life)
+    return Starlette(routes=routes, middleware=[Middleware(Doors, bound=bound)],
+                     exception_handlers={HTTPException: not_routed, Exception: failed}, lifespan=life)

@@ -97,9 +97,8 @@ def build_server(service: Service) -> MCPServer:
 class LazyMcp:
     """The MCP endpoint as an ASGI app, built and started on its first request, stopped by `close`."""
 
-    def __init__(self, service: Service, host: str):
+    def __init__(self, service: Service):
         self.service = service
-        self.host = host  # a loopback host turns on the SDK's DNS-rebinding protection
         self._app: ASGIApp | None = None
         self._lock = asyncio.Lock()
         self._stop = asyncio.Event()
@@ -117,9 +116,14 @@ class LazyMcp:
     async def _started(self) -> ASGIApp:
         async with self._lock:
             if self._app is None:
+                from mcp.server.transport_security import TransportSecuritySettings
+
                 server = build_server(self.service)
+                # The service's doors check Host and Origin for every route, this one too, by one rule:
+                # the SDK's own check, which refused `Host: localhost` without a port, would be a second.
+                unchecked = TransportSecuritySettings(enable_dns_rebinding_protection=False)
                 app = server.streamable_http_app(streamable_http_path=PATH, json_response=True, stateless_http=True,
-                                                 host=self.host)
+                                                 transport_security=unchecked)
                 ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
                 self._running = asyncio.create_task(self._run(server, ready))
                 await ready

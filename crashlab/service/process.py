@@ -36,11 +36,17 @@ DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
 class ServiceProcess:
-    """A running service: its `url`, the harness's end of its control line (`control`), and its process."""
+    """A running service: its `url`, the `token` its controls need, the harness's end of its control line
+    (`control`), and its process.
 
-    def __init__(self, process: subprocess.Popen[bytes], url: str, control: socket.socket | None, errors: IO[bytes]):
+    The token is what the service said on its stdout, which only this handle reads: a loop's processes are
+    told the URL (`env`), not the token, and a page that reaches the service cannot reset it."""
+
+    def __init__(self, process: subprocess.Popen[bytes], url: str, control: socket.socket | None, errors: IO[bytes],
+                 token: str = ""):
         self.process = process
         self.url = url
+        self.token = token
         self.control = control
         self._errors = errors
 
@@ -77,17 +83,17 @@ class ServiceProcess:
             if theirs is not None:
                 theirs.close()
         try:
-            url = _first_line(process, START_TIMEOUT)
+            url, token = _first_lines(process, 2, START_TIMEOUT)
         except (TimeoutError, EOFError, OSError, UnicodeDecodeError):
-            url = ""
+            url, token = "", ""
         except BaseException:
             cls(process, "", ours, errors).close()
             raise
-        if not url.startswith("http://"):
+        if not url.startswith("http://") or not token:
             cls(process, url, ours, errors).close()
-            raise HarnessError(f"the service on {directory} did not say its URL within {START_TIMEOUT:g} s "
+            raise HarnessError(f"the service on {directory} did not say its URL and token within {START_TIMEOUT:g} s "
                                f"(exit status {process.returncode}): {_tail(errors) or 'it wrote nothing to stderr'}")
-        return cls(process, url, ours, errors)
+        return cls(process, url, ours, errors, token)
 
     def env(self) -> dict[str, str]:
         """The variables that tell a loop's tools where the service is."""
@@ -122,7 +128,8 @@ class ServiceProcess:
 
     def _call(self, method: str, path: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
         data = None if body is None else json.dumps(body).encode()
-        request = urllib.request.Request(self.url + path, data, {"Content-Type": "application/json"}, method=method)
+        headers = {"Content-Type": "application/json", "Authorization": f"Bearer {self.token}"}
+        request = urllib.request.Request(self.url + path, data, headers, method=method)
         try:
             with DIRECT.open(request, timeout=TIMEOUT) as response:
                 return json.loads(response.read())
@@ -159,11 +166,11 @@ class ServiceProcess:
         self.close()
 
 
-def _first_line(process: subprocess.Popen[bytes], timeout: float) -> str:
-    """The process's first line on stdout, without its newline; TimeoutError or EOFError if none comes."""
+def _first_lines(process: subprocess.Popen[bytes], n: int, timeout: float) -> list[str]:
+    """The process's first `n` lines on stdout, each stripped; TimeoutError or EOFError if they do not come."""
     assert process.stdout is not None
     fd, data, deadline = process.stdout.fileno(), b"", time.monotonic() + timeout
-    while b"\n" not in data:
+    while data.count(b"\n") < n:
         left = deadline - time.monotonic()
         if left <= 0 or not select.select([fd], [], [], left)[0]:
             raise TimeoutError
@@ -171,7 +178,7 @@ def _first_line(process: subprocess.Popen[bytes], timeout: float) -> str:
         if not chunk:
             raise EOFError
         data += chunk
-    return data.split(b"\n", 1)[0].decode().strip()
+    return [line.decode().strip() for line in data.split(b"\n")[:n]]
 
 
 def _stop(process: subprocess.Popen[bytes]) -> None:

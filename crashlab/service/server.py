@@ -1,8 +1,9 @@
 """Run the service: take its directory, bind its socket, say its URL, serve under uvicorn until told to stop.
 
 The socket is bound here, not by uvicorn, so port 0 means any free port and the URL can be known
-and announced: the first line on stdout is exactly the base URL, and a harness that started the
-process reads it to find the service. Anything else goes to stderr.
+and announced: the first line on stdout is exactly the base URL, the second the token its controls
+need, made anew at each start, and the harness that started the process, the only one to read its
+stdout, reads them to find and drive the service. Anything else goes to stderr.
 
 It stops, cleanly and with status 0, on SIGTERM or SIGINT, and when the harness's control line
 closes: a harness that died must not leave a service behind. A line that carried garbage stops it
@@ -14,9 +15,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import fcntl
+import ipaddress
 import math
 import os
 import re
+import secrets
 import signal
 import socket
 import stat
@@ -32,8 +35,9 @@ import uvicorn
 
 from crashlab.errors import BadInput
 from crashlab.service.app import build_app
+from crashlab.service.doors import Bound
 from crashlab.service.line import Line
-from crashlab.service.store import COMMITS, SERVICE_FILE, Store
+from crashlab.service.store import COMMITS, SERVICE_FILE, Store, check_file
 from crashlab.service.tracker import KEY_RULES, KeyRule, Service
 from crashlab.world.tracker import KEY_RETENTION, TRACKER_MODES, TrackerMode
 
@@ -60,6 +64,7 @@ class Settings:
     wrong_at: int = 0
     no_reply: str = ""  # "K-applied" or "K-lost": the changing request whose reply does not come in time
     late: bool = False  # a changing request passes the crash point sent, where a death leaves it on the wire
+    expose: bool = False  # it may listen beyond this machine's loopback
 
     def no_reply_at(self) -> tuple[int, bool] | None:
         """`no_reply` as the service takes it: the request's number, and whether it was applied."""
@@ -122,16 +127,44 @@ class Server(uvicorn.Server):
         self.should_exit = True
 
 
-def listen(host: str, port: int) -> socket.socket:
-    """A socket bound to `host`:`port` (0: any free port), for uvicorn to listen on."""
+@dataclass(frozen=True)
+class Started:
+    """What a service that listens announces: where, its controls' token, what it is, and what it exposes."""
+
+    url: str
+    token: str
+    service: Service
+    exposed: str | None  # one line, if it listens beyond this machine's loopback
+
+
+def listen(host: str, port: int, expose: bool) -> socket.socket:
+    """A socket bound to `host`:`port` (0: any free port), for uvicorn to listen on; beyond loopback only if
+    `expose`: the tools need no token, so whoever reaches the service may file issues and search them."""
     try:
         family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
-        sock = socket.socket(family, kind, proto)
+    except OSError as error:
+        raise BadInput(f"cannot listen on {host}:{port} ({error.strerror or error})") from None
+    if not expose and not ipaddress.ip_address(address[0]).is_loopback:
+        raise BadInput(f"--host {host} is not a loopback address: whoever reaches {address[0]} could file issues and "
+                       "search them; add --expose to serve beyond this machine")
+    sock = socket.socket(family, kind, proto)
+    try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(address)
     except OSError as error:
+        sock.close()
         raise BadInput(f"cannot listen on {host}:{port} ({error.strerror or error})") from None
     return sock
+
+
+def exposure(bound: Bound) -> str | None:
+    """What a service listening at `bound` opens beyond this machine, in one line; None on loopback."""
+    address = ipaddress.ip_address(bound.address)
+    if address.is_loopback:
+        return None
+    every = ", every address of this machine" if address.is_unspecified else ""
+    return (f"exposed on {bound.where}{every}: anyone who can reach it may file issues and comments, search them, "
+            "look up keys, ask the person and count model calls, over HTTP and MCP; its controls still need the token")
 
 
 def base_url(sock: socket.socket) -> str:
@@ -154,24 +187,28 @@ def locked(directory: Path) -> Iterator[None]:
         yield
 
 
-def serve(settings: Settings, announce: Callable[[str, Service], None]) -> int:
-    """Serve until stopped; the exit status. `announce` is told the URL once the service listens."""
+def serve(settings: Settings, announce: Callable[[Started], None]) -> int:
+    """Serve until stopped; the exit status. `announce` is told where and what the service is once it listens.
+
+    Whatever can be refused is refused before anything is made: the port is bound and the file
+    looked at first, so a busy port or another program's file leaves no directory, lock or table.
+    """
     settings.check()
-    try:
-        settings.directory.mkdir(exist_ok=True)
-    except OSError as error:
-        raise BadInput(f"--dir {settings.directory}: cannot make it ({error.strerror or error})") from None
-    with locked(settings.directory):
-        store = Store(settings.directory / SERVICE_FILE)
+    check_file(settings.directory / SERVICE_FILE)
+    with listen(settings.host, settings.port, settings.expose) as sock:
         try:
-            sock = listen(settings.host, settings.port)
-            with sock:
+            settings.directory.mkdir(exist_ok=True)
+        except OSError as error:
+            raise BadInput(f"--dir {settings.directory}: cannot make it ({error.strerror or error})") from None
+        with locked(settings.directory):
+            store = Store(settings.directory / SERVICE_FILE)
+            try:
                 return run(settings, store, sock, announce)
-        finally:
-            store.close()
+            finally:
+                store.close()
 
 
-def run(settings: Settings, store: Store, sock: socket.socket, announce: Callable[[str, Service], None]) -> int:
+def run(settings: Settings, store: Store, sock: socket.socket, announce: Callable[[Started], None]) -> int:
     server: Server | None = None
 
     def closed(why: str, broke: bool) -> None:
@@ -184,18 +221,23 @@ def run(settings: Settings, store: Store, sock: socket.socket, announce: Callabl
     service = Service(store, cast(TrackerMode, settings.tracker), cast(KeyRule, settings.keys), settings.retention,
                       line, settings.commit, settings.steps, wrong_at=settings.wrong_at,
                       no_reply=settings.no_reply_at(), late=settings.late)
-    config = uvicorn.Config(build_app(service, settings.host), log_config=None, log_level="warning",
+    bound = Bound(*sock.getsockname()[:2])
+    token = secrets.token_urlsafe(32)  # the harness's controls' key: only who reads the announcement knows it
+    config = uvicorn.Config(build_app(service, bound, token), log_config=None, log_level="warning",
                             access_log=False, lifespan="on", timeout_graceful_shutdown=GRACE)
     url = base_url(sock)
-    server = Server(config, lambda: announce(url, service))
+    server = Server(config, lambda: announce(Started(url, token, service, exposure(bound))))
     asyncio.run(server.serve(sockets=[sock]))
     return server.exit_code if server.started else 1
 
 
-def say_url(url: str, service: Service) -> None:
-    """The first line on stdout is the URL and nothing else; what the service is goes to stderr."""
-    print(url, flush=True)
-    print(f"crashlab service: {service.describe()}", file=sys.stderr, flush=True)
+def say_url(started: Started) -> None:
+    """The first line on stdout is the URL and nothing else, the second the controls' token; what the service
+    is goes to stderr. Only the harness that started the service reads its stdout."""
+    print(started.url, started.token, sep="\n", flush=True)
+    print(f"crashlab service: {started.service.describe()}", file=sys.stderr, flush=True)
+    if started.exposed:
+        print(f"crashlab service: {started.exposed}", file=sys.stderr, flush=True)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -203,6 +245,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                                      description="crashlab's issue tracker as an HTTP service over SQLite.")
     parser.add_argument("--dir", required=True, type=Path, help="the service's directory: service.sqlite")
     parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--expose", action="store_true", help="let --host be an address beyond loopback")
     parser.add_argument("--port", type=int, default=0, help="0 (the default): any free port")
     parser.add_argument("--tracker", choices=TRACKER_MODES, default="keyed")
     parser.add_argument("--keys", choices=KEY_RULES, default="optional")
@@ -222,7 +265,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                              "there leaves it on the wire, until POST /_crashlab/land (needs --control-fd)")
     args = parser.parse_args(argv)
     settings = Settings(args.dir, args.host, args.port, args.tracker, args.keys, args.retention, args.control_fd,
-                        args.commit, args.commit_points, args.wrong_at, args.no_reply, args.late)
+                        args.commit, args.commit_points, args.wrong_at, args.no_reply, args.late, args.expose)
     try:
         return serve(settings, say_url)
     except BadInput as error:

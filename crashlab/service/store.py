@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from crashlab.errors import BadInput
-from crashlab.world.sqlite import transaction
+from crashlab.world.sqlite import schema_made_by, schema_of, transaction
 
 #: The service's file, in the directory it is given.
 SERVICE_FILE = "service.sqlite"
@@ -106,17 +106,44 @@ class NoSuchIssue(LookupError):
     """A comment on an issue the service does not hold."""
 
 
+def check_file(path: Path) -> None:
+    """Refuse (`StoreError`) a file at `path` that is not the service's, before anything writes to it.
+
+    A look that writes nothing: the file is opened immutable, so SQLite makes no ``-wal`` or ``-shm``
+    beside it, which a read-only opening of a WAL file does. Opened for writing first, another
+    program's file had three tables added and was switched to WAL before it was refused (issue 39).
+    No file, or an empty one, passes: the service makes its own. So does a file whose schema so far
+    lives only in its WAL, after a crash, which reads as empty here: the service's schema is made
+    in one transaction, so the WAL holds all of it or none.
+    """
+    if not path.is_file() or path.stat().st_size == 0:
+        return
+    try:
+        connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro&immutable=1", uri=True)
+        try:
+            tables = schema_of(connection)
+        finally:
+            connection.close()
+    except sqlite3.DatabaseError as error:
+        raise StoreError(f"{path}: not a crashlab service database ({error}); give serve a directory of its "
+                         "own") from None
+    if tables and tables != schema_made_by(SCHEMA):
+        raise StoreError(f"{path}: not a crashlab service database: its tables are not the service's; give serve a "
+                         "directory of its own")
+
+
 class Store:
     """The service's one connection to its file."""
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
+        check_file(self.path)
         try:
             # Autocommit mode: transactions are begun and committed explicitly, never implicitly.
             self.connection = sqlite3.connect(self.path, isolation_level=None)
             self.connection.execute("PRAGMA journal_mode=WAL")
             self.connection.execute("PRAGMA synchronous=FULL")
-            self.connection.executescript(SCHEMA)
+            self.connection.executescript(f"BEGIN IMMEDIATE; {SCHEMA} COMMIT;")
             self.connection.execute("SELECT seq, kind, number, issue, title, body, key FROM records LIMIT 0")
             self.connection.execute("SELECT key, fingerprint, status, answer, made FROM keys LIMIT 0")
         except sqlite3.DatabaseError as error:

@@ -130,13 +130,29 @@ def positive(value: object, name: str) -> int:
     return value
 
 
-def valid_key(key: object) -> str:
-    """An Idempotency-Key the service will keep: a string of 1 to `MAX_KEY` characters."""
+def key_fault(key: object) -> str | None:
+    """What makes `key` no Idempotency-Key the service keeps, in one line; None if it is one.
+
+    The draft's key is a structured-field string: printable ASCII, 1 to `MAX_KEY` characters. Anything
+    else is refused, whichever door it came by, because the doors decode bytes apart: a header as
+    Latin-1, a lookup's path and an MCP argument as UTF-8, so one key beyond ASCII was two keys, and a
+    retry over MCP filed a second issue (issue 39)."""
     if not isinstance(key, str):
-        raise Refused(400, f"an idempotency key must be a string, not {json_type(key)}")
+        return f"an idempotency key must be a string, not {json_type(key)}"
     if not key or len(key) > MAX_KEY:
-        raise Refused(400, f"an idempotency key must be 1 to {MAX_KEY} characters long, not {len(key)}")
-    return text(key, "the idempotency key")
+        return f"an idempotency key must be 1 to {MAX_KEY} characters long, not {len(key)}"
+    if not all(" " <= character <= "~" for character in key):
+        return f"an idempotency key is printable ASCII (the draft's structured-field string), not {ascii(key)[:80]}"
+    return None
+
+
+def valid_key(key: object) -> str:
+    """`key`, if it is an Idempotency-Key the service keeps; else `Refused` (400)."""
+    fault = key_fault(key)
+    if fault is not None:
+        raise Refused(400, fault)
+    assert isinstance(key, str)
+    return key
 
 
 @dataclass(frozen=True)
@@ -197,7 +213,7 @@ class Service:
         try:
             return await work()
         except Refused as refusal:
-            shown = key if isinstance(key, str) and 0 < len(key) <= MAX_KEY else None
+            shown = key if key_fault(key) is None else None
             await self.report("refused", label, {"status": refusal.status, "key": shown})
             return Answer(refusal.status, {"error": refusal.message})
 

@@ -26,6 +26,8 @@ from crashlab.world.tracker import Fenced, Modes, Record, TrackerMode, refused
 DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 #: How long a request may take before the service is taken for gone, in seconds.
 TIMEOUT = 30.0
+#: Where `crashlab run --service` finds the token the service's controls need (also `--service-token`).
+TOKEN_VARIABLE = "CRASHLAB_SERVICE_TOKEN"
 
 
 class ServiceGone(BadInput):
@@ -43,11 +45,12 @@ class Answer:
 
 
 def exchange(base: str, method: str, path: str, payload: dict[str, Any] | None = None,
-             key: str | None = None) -> Answer:
-    """One JSON request to the service at `base`, with `key` as its Idempotency-Key.
+             key: str | None = None, token: str | None = None) -> Answer:
+    """One JSON request to the service at `base`, with `key` as its Idempotency-Key, and `token` for its controls.
 
     `OSError` (refused, reset, timed out) or `ValueError` (not JSON) when no answer came."""
-    headers = {"Content-Type": "application/json", **({"Idempotency-Key": key} if key is not None else {})}
+    headers = {"Content-Type": "application/json", **({"Idempotency-Key": key} if key is not None else {}),
+               **({"Authorization": f"Bearer {token}"} if token is not None else {})}
     data = None if payload is None else json.dumps(payload).encode()
     request = urllib.request.Request(base + path, data, headers, method=method)
     try:
@@ -58,21 +61,27 @@ def exchange(base: str, method: str, path: str, payload: dict[str, Any] | None =
             return Answer(error.code, json.loads(error.read() or b"{}"))
 
 
-def call(url: str, method: str, path: str, payload: dict[str, Any] | None = None, key: str | None = None) -> Answer:
-    """`exchange`, with a service that does not answer, or fails, as one line (`ServiceGone`)."""
+def call(url: str, method: str, path: str, payload: dict[str, Any] | None = None, key: str | None = None,
+         token: str | None = None) -> Answer:
+    """`exchange`, with a service that does not answer, or fails, as one line (`ServiceGone`), and one that
+    wants its controls' token as another."""
     try:
-        answer = exchange(url, method, path, payload, key)
+        answer = exchange(url, method, path, payload, key, token)
     except (OSError, ValueError) as error:
         raise ServiceGone(f"the service at {url} did not answer {method} {path} ({error}); the run resumes when run "
                           "again") from None
+    if answer.status == 401:
+        said = "without its token" if token is None else "with a token that is not its own"
+        raise BadInput(f"the service at {url} refused {method} {path} {said}: set {TOKEN_VARIABLE} to the token "
+                       "crashlab serve printed as it started")
     if answer.status >= 500 or not isinstance(answer.body, dict):
         raise ServiceGone(f"the service at {url} failed {method} {path}: {answer.status} {answer.body}")
     return answer
 
 
-def served_mode(url: str) -> str:
+def served_mode(url: str, token: str | None) -> str:
     """The tracker mode the service at `url` runs in."""
-    return str(call(url.rstrip("/"), "GET", "/_crashlab/state").body.get("tracker"))
+    return str(call(url.rstrip("/"), "GET", "/_crashlab/state", token=token).body.get("tracker"))
 
 
 def served_records(records: list[dict[str, Any]], effects: tuple[Effect, ...]) -> list[Record]:
@@ -83,19 +92,21 @@ def served_records(records: list[dict[str, Any]], effects: tuple[Effect, ...]) -
 
 
 class RemoteTracker(Modes):
-    """The tracker at `url`, in `mode`, which must be the service's own: a run does not change its rules."""
+    """The tracker at `url`, in `mode`, which must be the service's own: a run does not change its rules.
+    `token` opens its controls, through which it reads the records."""
 
-    def __init__(self, points: Recorder, url: str, mode: TrackerMode, job: Job):
+    def __init__(self, points: Recorder, url: str, mode: TrackerMode, job: Job, token: str | None):
         self.points = points
         self.url = url.rstrip("/")
         self.mode = mode
+        self.token = token
         self.effects: tuple[Effect, ...] = of_job(job)
-        if (served := served_mode(self.url)) != mode:
+        if (served := served_mode(self.url, token)) != mode:
             raise ServiceGone(f"the service at {self.url} is a {served} tracker, and this run is {mode}: a run keeps "
                               "its tracker's rules")
 
     def _call(self, method: str, path: str, payload: dict[str, Any] | None = None, key: str | None = None) -> Answer:
-        return call(self.url, method, path, payload, key)
+        return call(self.url, method, path, payload, key, self.token)
 
     def state(self) -> dict[str, Any]:
         return self._call("GET", "/_crashlab/state").body

@@ -143,7 +143,7 @@ class Database:
     def empty(self) -> bool:
         """Whether the file holds no tables at all: a tracker never opened, or one that lost all it held."""
         with self.lock:
-            return not _schema_of(self.connection)
+            return not schema_of(self.connection)
 
     def check(self) -> None:
         """Refuse (`WorldError`) a database whose tables are not crashlab's, or hold what crashlab never writes.
@@ -155,7 +155,7 @@ class Database:
         """
         try:
             with self.lock:
-                tables = _schema_of(self.connection)
+                tables = schema_of(self.connection)
             if tables and tables != _crashlab_schema():
                 raise WorldError(f"{self.path}: not a crashlab tracker database: its tables are not crashlab's")
             for table, foreign in FOREIGN_ROWS.items() if tables else ():
@@ -220,18 +220,23 @@ class Database:
         return [Record(kind, number, call, key, issue, text) for kind, number, call, key, issue, text in rows]
 
 
-@cache
 def _crashlab_schema() -> Schema:
-    """The schema entries of a database crashlab made, as SQLite records them (made once, in memory)."""
+    """The schema entries of a database crashlab made, as SQLite records them."""
+    return schema_made_by(SCHEMA)
+
+
+@cache
+def schema_made_by(script: str) -> Schema:
+    """The schema entries `script` makes, as SQLite records them (made once, in memory)."""
     connection = sqlite3.connect(":memory:")
     try:
-        connection.executescript(SCHEMA)
-        return _schema_of(connection)
+        connection.executescript(script)
+        return schema_of(connection)
     finally:
         connection.close()
 
 
-def _schema_of(connection: sqlite3.Connection) -> Schema:
+def schema_of(connection: sqlite3.Connection) -> Schema:
     return frozenset(connection.execute("SELECT type, name, tbl_name, sql FROM sqlite_schema"))
 
 
