@@ -341,3 +341,19 @@ def test_a_scheduled_loop_under_a_fault_it_was_not_checked_with_is_refused_in_on
     """Under timeout the scheduled LangGraph agent hung on a wait the scheduler cannot see: refused, not run."""
     code, out, err = cli("sweep", "--variant", "langgraph-parallel", "--kill", "--fault", "timeout")
     assert (code, out) == (2, "") and "--fault timeout: langgraph-parallel's threads are scheduled" in err
+
+
+def test_a_pool_starts_no_more_workers_than_there_are_units_of_work_and_none_for_none(monkeypatch, triage):
+    """--workers 1024 started 1,042 processes for 34 units; a sweep with no first crash needs none."""
+    from crashlab.engine import parallel
+    from crashlab.engine.sweep import sweep_all
+    from crashlab.loops import VARIANTS
+    from crashlab.protocols.scenario import Setup
+    from crashlab.runners import RunnerSpec
+
+    asked: list[int] = []
+    real = parallel.on_pool
+    monkeypatch.setattr(parallel, "on_pool", lambda workers: asked.append(workers) or real(workers))
+    swept = sweep_all([Setup(VARIANTS["after-reply"], triage)], RunnerSpec(), depth=1, workers=1024)
+    assert asked and asked[0] <= swept[0].points  # a unit is one first crash or more: after-reply has 34
+    assert parallel.grow_everywhere([], RunnerSpec(), 1024, None, lambda n: None) == []

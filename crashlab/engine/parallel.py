@@ -133,6 +133,8 @@ def grow_everywhere(trunks: list[Trunk], spec: Runners, workers: int, scheduler:
         grown_so_far(finished)
 
     work = units(trunks, workers)
+    if not work:  # no first crash to grow anywhere (a fault that breaks the run without one)
+        return [[] for _ in trunks]
     # No more processes than units of work: a worker with nothing to do is a process started for nothing.
     results = pool(min(workers, len(work)), scheduler)(partial(grow_branches, spec=spec), work, done, grown_so_far)
     flat = iter(grown for unit in results for grown in unit)
