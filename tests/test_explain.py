@@ -1,6 +1,7 @@
 """From the table to one scenario: IDs, the crash points, the story, lists and results on disk."""
 
 import json
+import re
 
 import pytest
 
@@ -145,3 +146,42 @@ def test_explain_and_points_at_the_command_line(cli):
     )
     code, _, err = cli("points", "nope")
     assert code == 2 and "unknown variant 'nope'" in err
+
+
+HTTP_LOOP = ("--loop", "examples/http_loop.py:keyed", "--effects", "examples/http_loop.yaml")
+
+
+def test_each_process_of_your_loop_says_what_it_found_how_it_ended_and_what_it_made(cli):
+    code, out, err = cli("explain", "keyed:4", *HTTP_LOOP, "--format", "json")  # dies as B is accepted
+    assert code == 0, err
+    first, restart = json.loads(out)["processes"]
+    assert first["found"] == "no file" and first["held"] == []
+    assert first["ended"] == "killed at its point 4 (accepted)"
+    run = first["made"][0].partition("under key ")[2].partition(":")[0]  # the loop's key: its run ID and the step
+    assert len(run) == 32
+    assert first["made"] == [f"issue #1 (A) under key {run}:A", f"issue #2 (B) under key {run}:B"]
+    assert re.fullmatch(r"progress\.json \d+ B", restart["found"])  # the run ID and A's and B's numbers
+    assert restart["held"] == ["issue #1 (A)", "issue #2 (B)"]
+    assert restart["ended"] == "exit status 0: the loop returned"
+    assert restart["made"] == [f"comment #1 on #1 (C) under key {run}:C"]  # B's resend replayed, not made
+    code, out, _ = cli("explain", "keyed:4", *HTTP_LOOP)
+    assert code == 0
+    assert "── process 2 (restart) found on disk: progress.json " in out
+    assert "      tracker held: issue #1 (A), issue #2 (B)\n" in out
+    assert "      ended: exit status 0: the loop returned\n" in out
+
+
+def test_the_scheduler_s_decisions_are_told_only_with_verbose(cli, tmp_path):
+    import yaml
+
+    from .threaded_loop import EFFECTS
+
+    (tmp_path / "effects.yaml").write_text(yaml.safe_dump(EFFECTS))
+    scheduled = ("explain", "parallel:4", "--loop", "tests/threaded_loop.py:parallel", "--effects",
+                 str(tmp_path / "effects.yaml"), "--scheduled")
+    code, quiet, err = cli(*scheduled)
+    assert code == 0, err
+    code, verbose, err = cli(*scheduled, "--verbose")
+    assert code == 0, err
+    assert "▶ schedule thread" not in quiet and "▶ schedule thread 1 goes on: decision 1" in verbose
+    assert [line for line in verbose.splitlines() if "▶ schedule" not in line] == quiet.splitlines()
