@@ -151,6 +151,17 @@ def test_explain_and_points_at_the_command_line(cli):
 HTTP_LOOP = ("--loop", "examples/http_loop.py:keyed", "--effects", "examples/http_loop.yaml")
 
 
+@pytest.fixture
+def idle(tmp_path):
+    """tests/idle_loop.py on the command line: its loop and its effects."""
+    import yaml
+
+    from .idle_loop import EFFECTS
+
+    (tmp_path / "effects.yaml").write_text(yaml.safe_dump(EFFECTS))
+    return "--loop", "tests/idle_loop.py:triage", "--effects", str(tmp_path / "effects.yaml")
+
+
 def test_each_process_of_your_loop_says_what_it_found_how_it_ended_and_what_it_made(cli):
     code, out, err = cli("explain", "keyed:4", *HTTP_LOOP, "--format", "json")  # dies as B is accepted
     assert code == 0, err
@@ -169,6 +180,35 @@ def test_each_process_of_your_loop_says_what_it_found_how_it_ended_and_what_it_m
     assert "── process 2 (restart) found on disk: progress.json " in out
     assert "      tracker held: issue #1 (A), issue #2 (B)\n" in out
     assert "      ended: exit status 0: the loop returned\n" in out
+
+
+def test_a_restart_that_finds_its_mark_and_makes_nothing_is_told_to_check_its_resume_condition(cli, idle):
+    code, out, err = cli("explain", "triage:1", *idle)  # A filed, then killed; the restart finds `started`
+    assert code == 0, err
+    assert "missing:       B" in out
+    assert ("advice: check the loop's resume condition: it found started 3 B on disk and issue #1 (A) in the "
+            "tracker and did nothing (process 2), while B is missing") in out
+    code, out, _ = cli("explain", "keyed:4", *HTTP_LOOP)  # a restart that made C
+    assert code == 0 and "resume condition" not in out
+
+
+def test_a_loop_stuck_after_a_timeout_is_told_its_client_does_not_retry(cli, idle):
+    code, out, err = cli("explain", "triage+timeout=1-lost", *idle)  # the first request gets a 504
+    assert code == 0, err
+    assert "stuck:" in out
+    assert ("advice: the loop's client does not retry: process 1 got no reply in time to create_issue "
+            "'Login fails on Safari', sent it no more and failed") in out
+    code, out, _ = cli("explain", "keyed+timeout=1-lost", *HTTP_LOOP)  # its client resends, under the same key
+    assert code == 0 and "stuck:" not in out and "does not retry" not in out
+
+
+def test_a_loop_seen_only_at_the_service_s_points_is_told_to_mark_points_of_its_own(cli, idle):
+    code, out, _ = cli("explain", "triage:2", *idle)
+    assert code == 0
+    assert ("advice: crashlab sees this loop only at its service's points (accepted): mark where it can die "
+            "with crashlab.point(label)") in out
+    code, out, _ = cli("explain", "keyed:4", *HTTP_LOOP)  # it marks `answered` and `saved`
+    assert code == 0 and "advice" not in out
 
 
 def test_the_scheduler_s_decisions_are_told_only_with_verbose(cli, tmp_path):

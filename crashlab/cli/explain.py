@@ -41,7 +41,9 @@ def explain(scenario: str, job_spec: str, loop: str | None, effects_file: str | 
     A loop that runs only for real (langgraph-plain:14, dbos-plain:2) is killed for real again, and so
     is a loop of yours: `crashlab explain keyed:3 --loop examples/http_loop.py:keyed --effects
     examples/http_loop.yaml`; for such a loop each process says what it found (its run directory's
-    files, each by its size, and the tracker's records), how it ended, and what it made. With
+    files, each by its size, and the tracker's records), how it ended, and what it made. After the
+    verdict, a line of advice where the events show a known mistake (a restart that found its work
+    done and did nothing, a client that does not retry, a loop with no crash point of its own). With
     --repeat N it runs the scenario N times, and for a flaky one (its runs differ) tells every
     outcome they came to, with how many came to each.
     """

@@ -18,7 +18,7 @@ from crashlab.durable.checkpoint import Checkpoint, CheckpointError
 from crashlab.job import Job, intended
 from crashlab.protocols.fault import Faults
 from crashlab.protocols.points import Event
-from crashlab.protocols.scenario import ScenarioError, ScenarioRun, Setup, parse_scenario_id
+from crashlab.protocols.scenario import EFFECTS, ScenarioError, ScenarioRun, Setup, parse_scenario_id
 from crashlab.protocols.variant import Variant
 from crashlab.runners import RunnerSpec
 from crashlab.world import KEY_RETENTION, Record
@@ -245,6 +245,10 @@ class Life:
     ended: str
     made: list[str]
 
+    def resumed_from(self) -> str:
+        """All it found, as a restart's resume condition would test it: on disk, then in the tracker."""
+        return f"{self.found} on disk" + (f" and {', '.join(self.held)} in the tracker" if self.held else "")
+
 
 def lives(run: ScenarioRun) -> list[Life]:
     """Each process's life, read off the scenario's events: an applied request made the tracker's next record (the
@@ -281,6 +285,52 @@ def ended(events: list[Event], stuck: str | None) -> str:
     if stuck is not None:
         return f"failed: {stuck}"
     return "exit status 0: the loop returned"
+
+
+def diagnoses(run: ScenarioRun, baseline_calls: int) -> list[str]:
+    """Advice, one line each, where the scenario's events show a pattern with a known cause and a known remedy."""
+    found = [idle_restart(run, run.outcome(baseline_calls).missing), no_retry(run), service_points_only(run)]
+    return [advice for advice in found if advice is not None]
+
+
+def idle_restart(run: ScenarioRun, missing: Sequence[str]) -> str | None:
+    """The last process, a restart, returned without sending anything while effects are missing: what it found
+    convinced it the work was done, so the test it resumes by tests the wrong thing."""
+    last = run.points.process
+    events = [e for e in run.points.events if e.process == last]
+    if last < 2 or not missing or run.stuck or any(e.kind in EFFECTS and e.label != "search" for e in events):
+        return None
+    are = "is" if len(missing) == 1 else "are"
+    return (f"check the loop's resume condition: it found {lives(run)[-1].resumed_from()} and did nothing (process "
+            f"{last}), while "
+            f"{', '.join(missing)} {are} missing")
+
+
+def no_retry(run: ScenarioRun) -> str | None:
+    """The last process got no reply to a request, never sent it again and failed: a client with no retry policy
+    turns a lost reply into a stuck run."""
+    if run.stuck is None:
+        return None
+    last = run.points.process
+    events = [e for e in run.points.events if e.process == last]
+    for k, e in enumerate(events):
+        if e.kind == "no-reply" and not any(later.kind == "request" and later.detail.get("call") == e.detail["call"]
+                                            for later in events[k + 1:]):
+            return (f"the loop's client does not retry: process {last} got no reply in time to {e.label} "
+                    f"{e.detail['call']}, sent it no more and failed; resend a request that gets no reply, under "
+                    "the same key")
+    return None
+
+
+def service_points_only(run: ScenarioRun) -> str | None:
+    """Every crash point the scenario passed was the service's: the loop has none of its own, so a sweep never
+    kills it between its own steps (after it saves its progress, say), where its mistakes would show."""
+    passed = run.points.points()
+    if not passed or not all(p.detail.get("service") for p in passed):
+        return None
+    labels = ", ".join(dict.fromkeys(p.label for p in passed))
+    return (f"crashlab sees this loop only at its service's points ({labels}): mark where it can die with "
+            "crashlab.point(label) (after each save of its progress, say), and a sweep kills it there too")
 
 
 def verdict(run: ScenarioRun, baseline_calls: int) -> dict[str, Any]:
@@ -353,6 +403,7 @@ def story(run: ScenarioRun, baseline_calls: int, repeats: Sequence[ScenarioRun] 
         ],
         "processes": processes,
         "verdict": verdict(run, baseline_calls),
+        "advice": diagnoses(run, baseline_calls),
         "flaky": flakiness(repeats, baseline_calls) if len(repeats) > 1 else None,
     }
 
@@ -393,6 +444,7 @@ def render(told: dict[str, Any]) -> str:
         *([f"  orphans:       {v['orphans']} (records of a call ID the run no longer has)"] if v["orphans"] else []),
         f"  asks: {v['asks']}   approvals: {v['approvals']}   extra model calls: {v['calls_plus']}",
         *(f"  why: {text}" for text in v["why"]),
+        *(["", *(f"advice: {advice}" for advice in told["advice"])] if told["advice"] else []),
     ]
     if flaky := told.get("flaky"):
         n, ways = flaky["repeats"], flaky["outcomes"]
