@@ -168,6 +168,18 @@ def test_explain_tells_a_scenario_process_by_process_with_what_the_tracker_holds
         "  duplicates:    A ×3 (DUPLICATED)", "  missing:       none"]
 
 
+def test_explain_tells_what_each_process_of_your_loop_found_how_it_ended_and_what_it_made():
+    told = explain(partial(example.triage, keyed=False), EFFECTS, "plain:4:2")  # B filed, then killed before saved
+    saved, restart, last = told["processes"]
+    assert (saved["found"], saved["held"]) == ("no file", [])
+    assert (restart["found"], restart["held"]) == ("progress.json 8 B", ["issue #1 (A)"])  # {"A": 1}
+    assert (restart["ended"], restart["made"]) == ("killed at its point 2 (returned)", ["issue #2 (B) with no key"])
+    assert (last["found"], last["held"]) == ("progress.json 8 B", ["issue #1 (A)", "issue #2 (B)"])
+    assert last["ended"] == "exit status 0: the loop returned"
+    assert last["made"] == ["issue #3 (B) with no key", "comment #1 on #1 (C) with no key"]
+    assert told["advice"] == []  # it marks points of its own, and its restarts make what is missing
+
+
 @pytest.mark.parametrize("scenario, problem", [
     ("plain", "scenario 'plain' names no crash: add one, as plain:1"),
     ("plain:0", "plain passes crash points 1..12 on job plain: no point 0"),

@@ -1,6 +1,7 @@
 """From the table to one scenario: IDs, the crash points, the story, lists and results on disk."""
 
 import json
+import re
 
 import pytest
 
@@ -146,3 +147,82 @@ def test_explain_and_points_at_the_command_line(cli):
     )
     code, _, err = cli("points", "nope")
     assert code == 2 and "unknown variant 'nope'" in err
+
+
+HTTP_LOOP = ("--loop", "examples/http_loop.py:keyed", "--effects", "examples/http_loop.yaml")
+
+
+@pytest.fixture
+def idle(tmp_path):
+    """tests/idle_loop.py on the command line: its loop and its effects."""
+    import yaml
+
+    from .idle_loop import EFFECTS
+
+    (tmp_path / "effects.yaml").write_text(yaml.safe_dump(EFFECTS))
+    return "--loop", "tests/idle_loop.py:triage", "--effects", str(tmp_path / "effects.yaml")
+
+
+def test_each_process_of_your_loop_says_what_it_found_how_it_ended_and_what_it_made(cli):
+    code, out, err = cli("explain", "keyed:4", *HTTP_LOOP, "--format", "json")  # dies as B is accepted
+    assert code == 0, err
+    first, restart = json.loads(out)["processes"]
+    assert first["found"] == "no file" and first["held"] == []
+    assert first["ended"] == "killed at its point 4 (accepted)"
+    run = first["made"][0].partition("under key ")[2].partition(":")[0]  # the loop's key: its run ID and the step
+    assert len(run) == 32
+    assert first["made"] == [f"issue #1 (A) under key {run}:A", f"issue #2 (B) under key {run}:B"]
+    assert re.fullmatch(r"progress\.json \d+ B", restart["found"])  # the run ID and A's and B's numbers
+    assert restart["held"] == ["issue #1 (A)", "issue #2 (B)"]
+    assert restart["ended"] == "exit status 0: the loop returned"
+    assert restart["made"] == [f"comment #1 on #1 (C) under key {run}:C"]  # B's resend replayed, not made
+    code, out, _ = cli("explain", "keyed:4", *HTTP_LOOP)
+    assert code == 0
+    assert "── process 2 (restart) found on disk: progress.json " in out
+    assert "      tracker held: issue #1 (A), issue #2 (B)\n" in out
+    assert "      ended: exit status 0: the loop returned\n" in out
+
+
+def test_a_restart_that_finds_its_mark_and_makes_nothing_is_told_to_check_its_resume_condition(cli, idle):
+    code, out, err = cli("explain", "triage:1", *idle)  # A filed, then killed; the restart finds `started`
+    assert code == 0, err
+    assert "missing:       B" in out
+    assert ("advice: check the loop's resume condition: it found started 3 B on disk and issue #1 (A) in the "
+            "tracker and did nothing (process 2), while B is missing") in out
+    code, out, _ = cli("explain", "keyed:4", *HTTP_LOOP)  # a restart that made C
+    assert code == 0 and "resume condition" not in out
+
+
+def test_a_loop_stuck_after_a_timeout_is_told_its_client_does_not_retry(cli, idle):
+    code, out, err = cli("explain", "triage+timeout=1-lost", *idle)  # the first request gets a 504
+    assert code == 0, err
+    assert "stuck:" in out
+    assert ("advice: the loop's client does not retry: process 1 got no reply in time to create_issue "
+            "'Login fails on Safari', sent it no more and failed") in out
+    code, out, _ = cli("explain", "keyed+timeout=1-lost", *HTTP_LOOP)  # its client resends, under the same key
+    assert code == 0 and "stuck:" not in out and "does not retry" not in out
+
+
+def test_a_loop_seen_only_at_the_service_s_points_is_told_to_mark_points_of_its_own(cli, idle):
+    code, out, _ = cli("explain", "triage:2", *idle)
+    assert code == 0
+    assert ("advice: crashlab sees this loop only at its service's points (accepted): mark where it can die "
+            "with crashlab.point(label)") in out
+    code, out, _ = cli("explain", "keyed:4", *HTTP_LOOP)  # it marks `answered` and `saved`
+    assert code == 0 and "advice" not in out
+
+
+def test_the_scheduler_s_decisions_are_told_only_with_verbose(cli, tmp_path):
+    import yaml
+
+    from .threaded_loop import EFFECTS
+
+    (tmp_path / "effects.yaml").write_text(yaml.safe_dump(EFFECTS))
+    scheduled = ("explain", "parallel:4", "--loop", "tests/threaded_loop.py:parallel", "--effects",
+                 str(tmp_path / "effects.yaml"), "--scheduled")
+    code, quiet, err = cli(*scheduled)
+    assert code == 0, err
+    code, verbose, err = cli(*scheduled, "--verbose")
+    assert code == 0, err
+    assert "▶ schedule thread" not in quiet and "▶ schedule thread 1 goes on: decision 1" in verbose
+    assert [line for line in verbose.splitlines() if "▶ schedule" not in line] == quiet.splitlines()

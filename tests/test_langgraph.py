@@ -76,6 +76,11 @@ def test_explain_kills_a_langgraph_scenario_again_and_tells_it(cli):
     code, out, err = cli("explain", "langgraph-plain:14")
     assert code == 0 and "CRASH at point 14 (accepted): process 1 dies here" in out
     assert "duplicates:    A ×2, B ×2 (DUPLICATED)" in out and "missing:       none" in out
+    code, out, err = cli("explain", "langgraph-plain:14", "--format", "json")
+    first, restart = json.loads(out)["processes"]
+    assert first["made"] == ["issue #1 (A) with no key", "issue #2 (B) with no key"]
+    assert restart["found"].startswith("graph.sqlite ") and restart["held"] == ["issue #1 (A)", "issue #2 (B)"]
+    assert restart["ended"] == "exit status 0: the loop returned"
     code, out, err = cli("explain", "langgraph-nope:1")
     assert (code, out) == (2, "") and "unknown variant 'langgraph-nope' (valid: " in err and "langgraph-plain," in err
 

@@ -28,8 +28,10 @@ from crashlab.runners.forked import loops_own, shares
 @scheduled_option
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @repeat_option
+@click.option("--verbose", is_flag=True,
+              help="Tell the scheduler's decisions too, a line each, for a loop whose threads crashlab schedules.")
 def explain(scenario: str, job_spec: str, loop: str | None, effects_file: str | None, tracker: str | None,
-            scheduled: bool, fmt: str, repeat: int) -> None:
+            scheduled: bool, fmt: str, repeat: int, verbose: bool) -> None:
     """Tell the story of one SCENARIO, process by process, and its verdict.
 
     SCENARIO is SLUG:I (crash the first process at its I-th point) or SLUG:I:J (also crash the
@@ -38,8 +40,12 @@ def explain(scenario: str, job_spec: str, loop: str | None, effects_file: str | 
     after its point: SLUG+FAULT=VALUE:I~S:J~T. The ID alone says how to run it again.
     A loop that runs only for real (langgraph-plain:14, dbos-plain:2) is killed for real again, and so
     is a loop of yours: `crashlab explain keyed:3 --loop examples/http_loop.py:keyed --effects
-    examples/http_loop.yaml`. With --repeat N it runs the scenario N times, and for a flaky one (its
-    runs differ) tells every outcome they came to, with how many came to each.
+    examples/http_loop.yaml`; for such a loop each process says what it found (its run directory's
+    files, each by its size, and the tracker's records), how it ended, and what it made. After the
+    verdict, a line of advice where the events show a known mistake (a restart that found its work
+    done and did nothing, a client that does not retry, a loop with no crash point of its own). With
+    --repeat N it runs the scenario N times, and for a flaky one (its runs differ) tells every
+    outcome they came to, with how many came to each.
     """
     if loop is not None:
         setups = your_setups(loop, effects_file, tracker, None, scheduled)
@@ -49,7 +55,7 @@ def explain(scenario: str, job_spec: str, loop: str | None, effects_file: str | 
         raise BadInput("--effects, --tracker and --scheduled belong to a loop of yours: give --loop FILE.py:ENTRY too")
     else:
         runs, calls = stories.find_repeats(scenario, open_job(job_spec), VARIANTS, repeat)
-    told = stories.story(runs[0], calls, runs)
+    told = stories.story(runs[0], calls, runs, verbose)
     click.echo(json.dumps(told, indent=2) if fmt == "json" else stories.render(told))
 
 
@@ -78,8 +84,9 @@ def points(slug: str, job_spec: str, fmt: str) -> None:
             rows = stories.point_rows(runner.scenario(setup, ()))
         elif shares(setup):  # a runtime's own files: stopped at each point, its run directory copied
             run = runner.life(setup, None, (), (), watch=True)
-            rows = stories.point_rows(run, [stories.files_summary(loops_own(left.state.raw()))
-                                            for (left,), in run.deaths or () if isinstance(left.state, OnDisk)])
+            kept = [loops_own(left.state.raw()) for (left,), in run.deaths or () if isinstance(left.state, OnDisk)]
+            rows = stories.point_rows(run, [stories.files_summary((name, len(data)) for name, data in files)
+                                            for files in kept])
         else:  # kept where no copy reaches (a runtime's server), or by a loop of yours
             run = runner.scenario(setup, ())
             rows = stories.point_rows(run, [None] * len(run.points.points(1)))

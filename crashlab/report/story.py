@@ -18,7 +18,7 @@ from crashlab.durable.checkpoint import Checkpoint, CheckpointError
 from crashlab.job import Job, intended
 from crashlab.protocols.fault import Faults
 from crashlab.protocols.points import Event
-from crashlab.protocols.scenario import ScenarioError, ScenarioRun, Setup, parse_scenario_id
+from crashlab.protocols.scenario import EFFECTS, ScenarioError, ScenarioRun, Setup, parse_scenario_id
 from crashlab.protocols.variant import Variant
 from crashlab.runners import RunnerSpec
 from crashlab.world import KEY_RETENTION, Record
@@ -125,9 +125,9 @@ def point_rows(run: ScenarioRun, kept: list[str | None] | None = None) -> list[d
     return rows
 
 
-def files_summary(files: Iterable[tuple[str, bytes]]) -> str:
-    """A run directory's files as one line: each file's path and size."""
-    return ", ".join(f"{name} {size(len(data))}" for name, data in files) or "no file"
+def files_summary(files: Iterable[tuple[str, int]]) -> str:
+    """A run directory's files as one line: each file's path and size (in bytes)."""
+    return ", ".join(f"{name} {size(n)}" for name, n in files) or "no file"
 
 
 def size(n: int) -> str:
@@ -185,10 +185,16 @@ def note(event: Event, faults: Faults = Faults()) -> str:
     return f"{event.kind} {event.label}"
 
 
-def lines(events: list[Event], faults: Faults = Faults()) -> list[str]:
+#: Events a story tells elsewhere: what a process found, in its heading.
+UNTOLD = {"load", "found"}
+
+
+def lines(events: list[Event], faults: Faults = Faults(), verbose: bool = False) -> list[str]:
     """A process's events: one line per crash point, with the note that explains it."""
     out, held = [], []
     for event in events:
+        if event.kind in UNTOLD or (event.kind == "schedule" and not verbose):
+            continue
         if event.kind in ATTACHED:
             held.append(note(event, faults))
         elif event.kind == "point":
@@ -198,7 +204,7 @@ def lines(events: list[Event], faults: Faults = Faults()) -> list[str]:
             held = []
         elif event.kind == "crash":
             out.append(f"  ✗✗  CRASH at point {event.index} ({event.label}): process {event.process} dies here")
-        elif event.kind != "load":
+        else:
             out.append(f"      ▶ {note(event, faults)}")
     return out
 
@@ -224,6 +230,107 @@ def why(run: ScenarioRun) -> list[str]:
             text += " and refused the late arrival, whose key a lookup had fenced"
         out.append(text)
     return out
+
+
+@dataclass
+class Life:
+    """One process, as a story tells it: what it found on disk (crashlab's checkpoint it loaded, or the files the
+    runner saw in its run directory, `noted`), the tracker's records as it started, the model calls paid before it
+    (None where nothing counts them), how it ended and the records it made, each with its key."""
+
+    found: str
+    noted: bool
+    held: list[str]
+    model_calls: int | None
+    ended: str
+    made: list[str]
+
+    def resumed_from(self) -> str:
+        """All it found, as a restart's resume condition would test it: on disk, then in the tracker."""
+        return f"{self.found} on disk" + (f" and {', '.join(self.held)} in the tracker" if self.held else "")
+
+
+def lives(run: ScenarioRun) -> list[Life]:
+    """Each process's life, read off the scenario's events: an applied request made the tracker's next record (the
+    order `Replay` relies on too), so a process holds the records made before it and made those of its requests."""
+    records, taken = run.world.tracker.records, run.world.earlier
+    counted = any(e.kind == "model" for e in run.points.events)
+    out: list[Life] = []
+    for process in range(1, run.points.process + 1):
+        events = [e for e in run.points.events if e.process == process]
+        loads = [e for e in events if e.kind == "load"]
+        files = next((e.detail["files"] for e in events if e.kind == "found"), None)
+        found = summary(loads[0].detail["data"]) if loads else \
+            files_summary(files) if files is not None else "what it keeps itself"
+        paid = sum(1 for e in run.points.events if e.kind == "model" and e.process < process) if counted else None
+        held = [describe(r) for r in records[:taken]]
+        made = []
+        for e in events:
+            if e.kind in ("request", "late") and e.detail["applied"] and taken < len(records):
+                key = f"under key {e.detail['key']}" if e.detail.get("key") else "with no key"
+                late = f", landing late from process {process - 1}" if e.kind == "late" else ""
+                made.append(f"{describe(records[taken])} {key}{late}")
+                taken += 1
+        out.append(Life(found, files is not None, held, paid,
+                        ended(events, run.stuck if process == run.points.process else None), made))
+    return out
+
+
+def ended(events: list[Event], stuck: str | None) -> str:
+    """How a process ended: killed at its point, failed (stuck), or returned, which the runner takes only with
+    exit status 0."""
+    crash = next((e for e in events if e.kind == "crash"), None)
+    if crash is not None:
+        return f"killed at its point {crash.index} ({crash.label})"
+    if stuck is not None:
+        return f"failed: {stuck}"
+    return "exit status 0: the loop returned"
+
+
+def diagnoses(run: ScenarioRun, baseline_calls: int) -> list[str]:
+    """Advice, one line each, where the scenario's events show a pattern with a known cause and a known remedy."""
+    found = [idle_restart(run, run.outcome(baseline_calls).missing), no_retry(run), service_points_only(run)]
+    return [advice for advice in found if advice is not None]
+
+
+def idle_restart(run: ScenarioRun, missing: Sequence[str]) -> str | None:
+    """The last process, a restart, returned without sending anything while effects are missing: what it found
+    convinced it the work was done, so the test it resumes by tests the wrong thing."""
+    last = run.points.process
+    events = [e for e in run.points.events if e.process == last]
+    if last < 2 or not missing or run.stuck or any(e.kind in EFFECTS and e.label != "search" for e in events):
+        return None
+    are = "is" if len(missing) == 1 else "are"
+    return (f"check the loop's resume condition: it found {lives(run)[-1].resumed_from()} and did nothing (process "
+            f"{last}), while "
+            f"{', '.join(missing)} {are} missing")
+
+
+def no_retry(run: ScenarioRun) -> str | None:
+    """The last process got no reply to a request, never sent it again and failed: a client with no retry policy
+    turns a lost reply into a stuck run."""
+    if run.stuck is None:
+        return None
+    last = run.points.process
+    events = [e for e in run.points.events if e.process == last]
+    for k, e in enumerate(events):
+        if e.kind == "no-reply" and not any(later.kind == "request" and later.detail.get("call") == e.detail["call"]
+                                            for later in events[k + 1:]):
+            return (f"the loop's client does not retry: process {last} got no reply in time to {e.label} "
+                    f"{e.detail['call']}, sent it no more and failed; resend a request that gets no reply, under "
+                    "the same key")
+    return None
+
+
+def service_points_only(run: ScenarioRun) -> str | None:
+    """Every crash point the scenario passed was the service's: the loop has none of its own, so a sweep never
+    kills it between its own steps (after it saves its progress, say), where its mistakes would show."""
+    passed = run.points.points()
+    if not passed or not all(p.detail.get("service") for p in passed):
+        return None
+    labels = ", ".join(dict.fromkeys(p.label for p in passed))
+    return (f"crashlab sees this loop only at its service's points ({labels}): mark where it can die with "
+            "crashlab.point(label) (after each save of its progress, say), and a sweep kills it there too")
 
 
 def verdict(run: ScenarioRun, baseline_calls: int) -> dict[str, Any]:
@@ -263,15 +370,17 @@ def flakiness(runs: Sequence[ScenarioRun], baseline_calls: int) -> dict[str, Any
             "outcomes": [{"times": times, "verdict": verdict(run, baseline_calls)} for run, times in ways]}
 
 
-def story(run: ScenarioRun, baseline_calls: int, repeats: Sequence[ScenarioRun] = ()) -> dict[str, Any]:
+def story(run: ScenarioRun, baseline_calls: int, repeats: Sequence[ScenarioRun] = (),
+          verbose: bool = False) -> dict[str, Any]:
     """The scenario as data: its processes' events, rendered, and the verdict; with `repeats` (every run of
-    it, `run` first), how they disagreed, if they did (`flaky`): every outcome they came to."""
+    it, `run` first), how they disagreed, if they did (`flaky`): every outcome they came to. `verbose` keeps the
+    scheduler's decisions, a line each, which drown the story of a loop whose threads crashlab schedules."""
     setup, processes = run.setup, []
-    for process in range(1, run.points.process + 1):
+    for process, life in enumerate(lives(run), start=1):
         events = [e for e in run.points.events if e.process == process]
         loads = [e for e in events if e.kind == "load"]
         found = loads[0].detail["data"] if loads else None
-        told = lines(events, setup.faults)
+        told = lines(events, setup.faults, verbose)
         if process == run.points.process and run.stuck:
             why = "it cannot read its checkpoint, and will not start afresh" if run.setup.variant.keeps_checkpoint \
                 else "it cannot go on in the world its deaths left"
@@ -279,8 +388,10 @@ def story(run: ScenarioRun, baseline_calls: int, repeats: Sequence[ScenarioRun] 
         elif found is not None and Checkpoint.from_json(found).finished:
             told.append("      the run is finished: the process exits at once")
         left = run.left[process - 2] if 2 <= process <= len(run.left) + 1 else None
-        processes.append({"process": process, "found": summary(found) if loads else "what it keeps itself",
-                          "left": left, "events": told})
+        seen = life.noted  # a loop that keeps no checkpoint of crashlab's: told as the runner saw it from outside
+        processes.append({"process": process, "found": life.found, "left": left, "events": told,
+                          "held": life.held if seen else None, "model_calls": life.model_calls if seen else None,
+                          "ended": life.ended if seen else None, "made": life.made if seen else None})
     return {
         "id": run.id,
         "variant": setup.variant.slug,
@@ -292,6 +403,7 @@ def story(run: ScenarioRun, baseline_calls: int, repeats: Sequence[ScenarioRun] 
         ],
         "processes": processes,
         "verdict": verdict(run, baseline_calls),
+        "advice": diagnoses(run, baseline_calls),
         "flaky": flakiness(repeats, baseline_calls) if len(repeats) > 1 else None,
     }
 
@@ -310,7 +422,12 @@ def render(told: dict[str, Any]) -> str:
         out += ["", f"── process {process['process']} ({role}) found on disk: {process['found']}"]
         if process["left"]:
             out.append(f"      {process['left']}")
+        if process["held"] is not None:
+            paid = "" if process["model_calls"] is None else f"; model calls paid before it: {process['model_calls']}"
+            out.append(f"      tracker held: {', '.join(process['held']) or 'nothing'}{paid}")
         out += process["events"]
+        if process["ended"] is not None:
+            out += [f"      ended: {process['ended']}", f"      made: {', '.join(process['made']) or 'nothing'}"]
     v = told["verdict"]
     dups = ", ".join(f"{call} ×{extra + 1}" for call, extra in v["duplicates"].items())
     out += [
@@ -327,6 +444,7 @@ def render(told: dict[str, Any]) -> str:
         *([f"  orphans:       {v['orphans']} (records of a call ID the run no longer has)"] if v["orphans"] else []),
         f"  asks: {v['asks']}   approvals: {v['approvals']}   extra model calls: {v['calls_plus']}",
         *(f"  why: {text}" for text in v["why"]),
+        *(["", *(f"advice: {advice}" for advice in told["advice"])] if told["advice"] else []),
     ]
     if flaky := told.get("flaky"):
         n, ways = flaky["repeats"], flaky["outcomes"]

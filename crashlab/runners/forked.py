@@ -222,6 +222,7 @@ class Forked:
         start, stuck = None, None
         for _ in range(len(crashes) + 1):
             points.start_process()
+            note_found(points, directory, setup)
             try:
                 returned = live(setup, points, directory, limit=self.limit) if outside is None else \
                     outside.live(points, directory, partial(live, limit=self.limit), self.limit)
@@ -270,6 +271,7 @@ class Forked:
         deaths: list[list[Iterable[Left]]] = []
         stopped = (lambda: deaths.append([(Left(on_disk(directory, setup, outside)),)])) if watch else None
         points.start_process()
+        note_found(points, directory, setup)
         stuck = None
         try:
             returned = live(setup, points, directory, limit=self.limit, stopped=stopped) if outside is None else \
@@ -327,6 +329,17 @@ def on_disk(directory: Path, setup: Setup, outside: Outside | None = None, raw: 
         return OnDisk.taken(kept, read_world(directory, setup), files)
     dumped = outside.dump()
     return OnDisk.taken(kept, served_world(setup, dumped.state()), files, dumped)
+
+
+def note_found(points: Recorder, directory: Path, setup: Setup) -> None:
+    """Note the files the process about to start finds in its run directory, each by its size. A loop that keeps
+    crashlab's checkpoint says what it loaded; any other keeps files only it can read, and without this note a
+    story could not say what a restart resumed from (`crashlab explain`)."""
+    if not setup.variant.keeps_checkpoint:
+        files = sorted(p for p in directory.rglob("*") if p.is_file())
+        points.note("found", files=[[name, path.stat().st_size] for path in files
+                                    if (name := path.relative_to(directory).as_posix()) not in HARNESS_FILES
+                                    and name not in WORLD_FILES])
 
 
 def live(setup: Setup, points: Recorder, directory: Path, env: Mapping[str, str] | None = None,
