@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -158,7 +159,9 @@ def test_without_a_cgroup_a_helper_that_outlives_its_process_fails_its_scenario_
     assert err.count("warning: no cgroup v2 of its own for each process (none here, for this test): a death kills "
                      "the process group") == 1
     last = err.strip().splitlines()[-1]
-    assert "a process of scenario helper:1 outlived its death (process 1's): PID " in last
+    # The first scenario whose helper is still alive when its process's death is checked: on a loaded machine a
+    # helper may finish within the check of scenario 1, and the next scenario's is found instead.
+    assert re.search(r"a process of scenario helper:\d+ outlived its death \(process 1's\): PID \d+", last), last
     assert f", command line '{sys.executable}" in last  # forked from the sweep, with its command line
 
 
