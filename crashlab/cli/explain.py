@@ -7,7 +7,15 @@ import shutil
 
 import click
 
-from crashlab.cli.options import check_handles, job_option, open_job, repeat_option, scheduled_option, your_setups
+from crashlab.cli.options import (
+    check_handles,
+    command_setups,
+    job_option,
+    open_job,
+    repeat_option,
+    scheduled_option,
+    your_setups,
+)
 from crashlab.durable.state import OnDisk
 from crashlab.errors import BadInput
 from crashlab.job import shown
@@ -23,6 +31,8 @@ from crashlab.runners.forked import loops_own, shares
 @job_option
 @click.option("--loop", metavar="FILE.py:ENTRY|MODULE:ENTRY",
               help="A loop of yours, as `sweep --loop` took it (with --effects and --tracker as there).")
+@click.option("--command", "commands", metavar="[NAME=]COMMAND", multiple=True,
+              help="Your agent as a program, as `sweep --command` took it (with --effects as there).")
 @click.option("--effects", "effects_file", metavar="FILE", help="Your loop's effects, as `sweep --effects` took them.")
 @click.option("--tracker", metavar="MODE", help="Your loop's service's mode, as `sweep --tracker` took it.")
 @scheduled_option
@@ -30,8 +40,8 @@ from crashlab.runners.forked import loops_own, shares
 @repeat_option
 @click.option("--verbose", is_flag=True,
               help="Tell the scheduler's decisions too, a line each, for a loop whose threads crashlab schedules.")
-def explain(scenario: str, job_spec: str, loop: str | None, effects_file: str | None, tracker: str | None,
-            scheduled: bool, fmt: str, repeat: int, verbose: bool) -> None:
+def explain(scenario: str, job_spec: str, loop: str | None, commands: tuple[str, ...], effects_file: str | None,
+            tracker: str | None, scheduled: bool, fmt: str, repeat: int, verbose: bool) -> None:
     """Tell the story of one SCENARIO, process by process, and its verdict.
 
     SCENARIO is SLUG:I (crash the first process at its I-th point) or SLUG:I:J (also crash the
@@ -47,12 +57,14 @@ def explain(scenario: str, job_spec: str, loop: str | None, effects_file: str | 
     --repeat N it runs the scenario N times, and for a flaky one (its runs differ) tells every
     outcome they came to, with how many came to each.
     """
-    if loop is not None:
-        setups = your_setups(loop, effects_file, tracker, None, scheduled)
+    if loop is not None or commands:
+        setups = command_setups(commands, effects_file, tracker, None) if commands and loop is None else \
+            your_setups(loop or "", effects_file, tracker, None, scheduled)
         runs, calls = stories.find_repeats(scenario, setups[0].job, {s.variant.slug: s.variant for s in setups},
                                            repeat)
     elif effects_file is not None or tracker is not None or scheduled:
-        raise BadInput("--effects, --tracker and --scheduled belong to a loop of yours: give --loop FILE.py:ENTRY too")
+        raise BadInput("--effects, --tracker and --scheduled belong to a loop of yours: give --loop FILE.py:ENTRY "
+                       "or --command COMMAND too")
     else:
         runs, calls = stories.find_repeats(scenario, open_job(job_spec), VARIANTS, repeat)
     told = stories.story(runs[0], calls, runs, verbose)

@@ -64,6 +64,13 @@ def variant_options(command: Callable[..., Any]) -> Callable[..., Any]:
              "(A: {issue: TITLE}, C: {comment: A}).",
     )(command)
     command = scheduled_option(command)
+    command = click.option(
+        "--command", "commands", metavar="[NAME=]COMMAND", multiple=True,
+        help="Your agent as it runs, a program in any language (python agent.py, node agent.mjs), whose tools call "
+             "crashlab's service at CRASHLAB_TRACKER_URL (with --effects): each process is the command, started "
+             "afresh in a run directory of its own and killed for real, seen only from outside. Give it again for "
+             "another row; NAME= names the row (else the script's name).",
+    )(command)
     return click.option(
         "--loop", metavar="|".join(FAMILIES) + "|FILE.py:ENTRY|MODULE:ENTRY",
         help="Whose variants 'all' means: the chapter's five designs, crashlab's own agent loop, or the job "
@@ -98,9 +105,40 @@ def your_setups(loop: str, effects_file: str | None, tracker: str | None, varian
                         state_in_run_dir=state_in_run_dir) for slug, entry in entries]
 
 
+def command_setups(commands: tuple[str, ...], effects_file: str | None, tracker: str | None, variant: str | None,
+                   state_in_run_dir: bool = False) -> list[Setup]:
+    """`--command CMD --effects FILE`: your agent as a program, a row for each command."""
+    if effects_file is None:
+        raise BadInput("--command needs --effects FILE: what your agent means to do once each, by what it is "
+                       "(A: {issue: TITLE}, C: {comment: A})")
+    if variant is not None:
+        raise BadInput("--variant names crashlab's variants; --command names your program (drop --variant)")
+    if tracker is not None and tracker not in TRACKER_MODES:
+        raise BadInput(f"--tracker for your agent is the service's one mode: {shown(tracker)} is none of "
+                       f"{', '.join(TRACKER_MODES)}")
+    programs = [yours.program(command) for command in commands]
+    for k, (name, _) in enumerate(programs):
+        if name in [n for n, _ in programs[:k]]:
+            raise BadInput(f"two --command rows are named {name!r}: name them, as --command plain='python agent.py' "
+                           "--command keyed='python agent.py --keyed'")
+    effects = yours.read_effects(effects_file)
+    return [yours.setup(entry, effects, name=name, tracker=tracker or "keyed", job=programs[0][0],
+                        state_in_run_dir=state_in_run_dir) for name, entry in programs]
+
+
 def choose(job_spec: str, loop: str | None, variant: str | None, tracker: str | None, effects_file: str | None,
-           scheduled: bool = False, state_in_run_dir: bool = False) -> tuple[Job, list[Variant]]:
-    """The job and the variants a command runs: crashlab's, as `choose_variants` picks them, or yours."""
+           scheduled: bool = False, state_in_run_dir: bool = False,
+           commands: tuple[str, ...] = ()) -> tuple[Job, list[Variant]]:
+    """The job and the variants a command runs: crashlab's, as `choose_variants` picks them, or yours (a loop of
+    yours, or your agent as a program)."""
+    if commands:
+        if loop is not None:
+            raise BadInput(f"--command and --loop {loop} both name the loop to sweep: give one")
+        if scheduled:
+            raise BadInput("--scheduled schedules the threads of a loop crashlab runs in Python; a program's threads "
+                           "are its own (drop --scheduled)")
+        setups = command_setups(commands, effects_file, tracker, variant, state_in_run_dir)
+        return setups[0].job, [s.variant for s in setups]
     if loop is not None and yours.is_yours(loop):
         if click.get_current_context().get_parameter_source("job_spec") is not click.core.ParameterSource.DEFAULT:
             raise BadInput(f"--loop {loop} is its own script: --job gives crashlab's loops theirs (drop --job)")

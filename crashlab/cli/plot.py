@@ -21,7 +21,7 @@ PLOT_FORMATS = ("png", "pdf", "svg")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default="results/sweep.png", show_default=True,
               help=f"The picture; its extension picks the format: {', '.join(PLOT_FORMATS)}.")
 def plot(job_spec: str, loop: str | None, variant: str | None, tracker: str | None, effects_file: str | None,
-         scheduled: bool, out: Path) -> None:
+         scheduled: bool, commands: tuple[str, ...], out: Path) -> None:
     """Draw the sweep: each variant's single crashes, and its double crashes as a heatmap (needs crashlab[plot])."""
     fmt = out.suffix.lower().removeprefix(".")
     if fmt not in PLOT_FORMATS:
@@ -29,7 +29,7 @@ def plot(job_spec: str, loop: str | None, variant: str | None, tracker: str | No
     folder = out.absolute().parent
     if not (folder.is_dir() or folder.parent.is_dir()):
         raise BadInput(f"cannot draw {out}: no directory {folder.parent} to make {folder.name}/ in (make it first)")
-    job, variants = choose(job_spec, loop, variant, tracker, effects_file, scheduled)
+    job, variants = choose(job_spec, loop, variant, tracker, effects_file, scheduled, commands=commands)
     try:
         from crashlab.report.plot import draw
     except ImportError:

@@ -102,7 +102,7 @@ LISTS = {
 @time_limit_option
 @repeat_option
 def sweep(job_spec: str, loop: str | None, variant: str | None, tracker: str | None, effects_file: str | None,
-          scheduled: bool, store: str | None, fmt: str,
+          scheduled: bool, commands: tuple[str, ...], store: str | None, fmt: str,
           golden_file: str | None, listing: str | None, out: str | None, depth: int, max_scenarios: int,
           replay: bool, workers: int, scheduler: str | None, fault_slugs: tuple[str, ...], kill: bool,
           time_limit: float, repeat: int, interleavings: int | None, state_in_run_dir: bool,
@@ -129,7 +129,7 @@ def sweep(job_spec: str, loop: str | None, variant: str | None, tracker: str | N
     A flaky scenario (--repeat: its runs differ; or, for a loop of yours, a process that strays
     from the run it repeats) counts the worst it came to, and fails the sweep with exit 3.
     """
-    job, variants = choose(job_spec, loop, variant, tracker, effects_file, scheduled, state_in_run_dir)
+    job, variants = choose(job_spec, loop, variant, tracker, effects_file, scheduled, state_in_run_dir, commands)
     spec = runner_for(variants, kill, store, time_limit)
     if "all" in fault_slugs:
         if len(fault_slugs) > 1 or any(settings.values()) or interleavings is not None:
@@ -157,7 +157,7 @@ def sweep(job_spec: str, loop: str | None, variant: str | None, tracker: str | N
     finally:
         if pending is not None:
             pending.discard()
-    explaining = replay_command(job_spec, loop, effects_file, tracker, repeat, scheduled)
+    explaining = replay_command(job_spec, loop, effects_file, tracker, repeat, scheduled, commands)
     if listing is not None:
         echo_listing(every_scenario(sweeps), listing, explaining, fmt)
     else:
@@ -203,9 +203,13 @@ def every_scenario(sweeps: list[VariantSweep]) -> Iterator[ScenarioResult]:
 
 
 def replay_command(job_spec: str, loop: str | None, effects_file: str | None,
-                   tracker: str | None, repeat: int = 1, scheduled: bool = False) -> Callable[[str], str]:
+                   tracker: str | None, repeat: int = 1, scheduled: bool = False,
+                   commands: tuple[str, ...] = ()) -> Callable[[str], str]:
     """The command that replays a scenario of this sweep, and tells its story (as often as the sweep ran it)."""
-    if loop is not None and effects_file is not None and ":" in loop:
+    if commands and effects_file is not None:
+        options = " ".join(f"--command {shlex.quote(c)}" for c in commands) + f" --effects {shlex.quote(effects_file)}"
+        options += f" --tracker {shlex.quote(tracker)}" if tracker is not None else ""
+    elif loop is not None and effects_file is not None and ":" in loop:
         options = f"--loop {shlex.quote(loop)} --effects {shlex.quote(effects_file)}"
         options += f" --tracker {shlex.quote(tracker)}" if tracker is not None else ""
         options += " --scheduled" if scheduled else ""

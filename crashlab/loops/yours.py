@@ -12,6 +12,8 @@ import importlib
 import importlib.util
 import inspect
 import re
+import shlex
+import shutil
 import sys
 from collections.abc import Callable, Iterable, Mapping
 from functools import partial
@@ -22,7 +24,7 @@ import yaml
 
 from crashlab.errors import BadInput
 from crashlab.job import Job, Turn, shown
-from crashlab.protocols.run import Entry, Run
+from crashlab.protocols.run import Entry, Program, Run
 from crashlab.protocols.scenario import Setup
 from crashlab.protocols.variant import Variant
 from crashlab.service.yours import YourService
@@ -59,6 +61,34 @@ def load(spec: str) -> tuple[str, list[tuple[str, Entry]]]:
         entries.append((slug(attr), entry))
     stem = Path(where).stem if where.endswith(".py") else where.rpartition(".")[2]
     return slug(stem), entries
+
+
+#: `--command NAME=COMMAND`: the name its scenarios go by, if given, before an ``=``.
+NAMED = re.compile(r"(?P<name>[A-Za-z][A-Za-z0-9_-]*)=(?P<command>.*)", re.S)
+#: The files a program's name is taken from, where no name is given: its script's (``python agent.py``: agent).
+SCRIPTS = (".py", ".mjs", ".js", ".cjs", ".ts", ".sh", ".rb")
+
+
+def program(command: str) -> tuple[str, Program]:
+    """The program `--command` names (``python agent.py``, or ``plain=python agent.py``), with the name its
+    scenarios go by: the one given, else its script's stem, else its program's. Each process of a scenario runs
+    in its own run directory, so an argument that names a file where crashlab was started is made absolute."""
+    named = NAMED.fullmatch(command.strip())
+    text = named["command"] if named else command
+    try:
+        argv = shlex.split(text)
+    except ValueError as error:
+        raise BadInput(f"--command {shown(command)}: {error} (quote it as a shell would)") from None
+    if not argv:
+        raise BadInput("--command names no program: give the command that runs your agent, e.g. "
+                       "--command 'python agent.py'")
+    argv = [str(Path(arg).resolve()) if ("/" in arg or k > 0) and Path(arg).is_file() else arg
+            for k, arg in enumerate(argv)]
+    if shutil.which(argv[0]) is None:
+        raise BadInput(f"--command {shown(command)}: no program {argv[0]!r} here (not a file, nor on PATH)")
+    script = next((arg for arg in reversed(argv) if Path(arg).suffix in SCRIPTS), argv[0])
+    name = named["name"] if named else Path(script).stem
+    return slug(name), Program(tuple(argv))
 
 
 def slug(name: str) -> str:

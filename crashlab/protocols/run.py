@@ -4,11 +4,13 @@ Every loop is an entry point, ``entry(run)``, that does one process's share of t
 or resumes from what it finds (crashlab's loops in `run.store`, yours in `run.directory`), acts on
 the world through `run.world` (or `run.tracker`), and marks its crash points with
 `crashlab.point(label)`. crashlab's five designs and its agent, a loop of yours, and every
-framework adapter are run this way, by every runner.
+framework adapter are run this way, by every runner. Or it is a `Program`, a command each of its
+processes is, which a runner starts instead of calling, and which crashlab sees only from outside.
 """
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,3 +50,19 @@ class Run:
 
 #: One process's share of the work.
 Entry = Callable[[Run], object]
+
+
+@dataclass(frozen=True)
+class Program:
+    """A loop that is a program of its own (``python agent.py``, ``node agent.mjs``), in any language: each process
+    of a scenario is the program, started afresh in its run directory, with its environment pointing at crashlab's
+    servers. It imports nothing of crashlab's and marks nothing: its crash points are the events crashlab's own
+    servers see, from outside. Where a `Variant`'s entry is one, a runner starts it rather than calling it."""
+
+    argv: tuple[str, ...]
+
+    def __call__(self, run: Run) -> object:
+        raise TypeError(f"{self} is a program, started by a runner, not called")
+
+    def __str__(self) -> str:
+        return shlex.join(self.argv)

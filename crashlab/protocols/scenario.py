@@ -279,9 +279,12 @@ def check_once(run: ScenarioRun) -> None:
         strays = sorted({r.call for r in run.world.tracker.records if r.call not in named})
         wrong.append(f"records for {', '.join(strays)}, which is no intended effect")
     if wrong:
-        expected = ", ".join(c.id for c in run.setup.variant.intended(run.setup.job))
+        intended = run.setup.variant.intended(run.setup.job)
+        expected = ", ".join(c.id for c in intended)
+        nothing = len(outcome.missing) == len(intended) and not outcome.orphans and run.setup.variant.calls_service
+        hint = ": does it call crashlab's service at the URL in CRASHLAB_TRACKER_URL?" if nothing else ""
         raise BadInput(f"{run.setup.variant.slug}: its uninterrupted run must make each intended effect ({expected}) "
-                       f"exactly once, and it made {'; '.join(wrong)}")
+                       f"exactly once, and it made {'; '.join(wrong)}{hint}")
     if not run.points.points(1):
         raise BadInput(f"{run.setup.variant.slug}: its uninterrupted run passes no crash point, so a sweep has "
                        "nowhere to crash it: mark where it can die with crashlab.point(label)")

@@ -18,6 +18,7 @@ from crashlab.durable.checkpoint import Checkpoint, CheckpointError
 from crashlab.job import Job, intended
 from crashlab.protocols.fault import Faults
 from crashlab.protocols.points import Event
+from crashlab.protocols.run import Program
 from crashlab.protocols.scenario import EFFECTS, ScenarioError, ScenarioRun, Setup, parse_scenario_id
 from crashlab.protocols.variant import Variant
 from crashlab.runners import RunnerSpec
@@ -329,6 +330,10 @@ def service_points_only(run: ScenarioRun) -> str | None:
     if not passed or not all(p.detail.get("service") for p in passed):
         return None
     labels = ", ".join(dict.fromkeys(p.label for p in passed))
+    if isinstance(run.setup.variant.entry, Program):  # a program imports nothing of crashlab's to mark points with
+        return (f"crashlab sees this program only at its service's points ({labels}): a death between its own "
+                "steps (after it saves its progress, say) is not swept yet; the file-system points that would show "
+                "one (each fsync and rename in its run directory) are crashlab's next step")
     return (f"crashlab sees this loop only at its service's points ({labels}): mark where it can die with "
             "crashlab.point(label) (after each save of its progress, say), and a sweep kills it there too")
 

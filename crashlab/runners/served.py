@@ -36,7 +36,7 @@ from crashlab.lifeline import dies_with
 from crashlab.protocols.death import Choice, Left, NoSuchChoice
 from crashlab.protocols.fault import Serving
 from crashlab.protocols.points import Crash, Event, Recorder, Where, recording
-from crashlab.protocols.run import Run
+from crashlab.protocols.run import Program, Run
 from crashlab.protocols.runner import TIME_LIMIT
 from crashlab.protocols.scenario import Setup
 from crashlab.runners.group import Boundary, Child, Hung, Outlived
@@ -106,18 +106,24 @@ def live_served(setup: Setup, points: Recorder, directory: Path, service: Servic
             dies_with(parent, signal.SIGKILL)
             ours.close()
             service.control.close()
-            _child(setup, points.scenario, points.process - 1, directory, theirs, service.env())
-            status = 0
+            if isinstance(setup.variant.entry, Program):
+                status = _exec(setup.variant.entry, directory, theirs, service.env())
+            else:
+                _child(setup, points.scenario, points.process - 1, directory, theirs, service.env())
+                status = 0
         finally:
             os._exit(status)
     theirs.close()
     child = Child(pid, limit, boundary)
+    ended = os.pidfd_open(pid) if isinstance(setup.variant.entry, Program) else None
     try:
         try:
-            return _watch(points, child, ours, service.control, dies, landing, stopped)
+            return _watch(points, child, ours, service.control, dies, landing, stopped, ended)
         finally:
             child.end()
             ours.close()
+            if ended is not None:
+                os.close(ended)
     except Hung as hung:
         raise LoopFailed(f"{points.scenario}: process {points.process}", str(hung)) from None
     except Outlived as outlived:
@@ -125,8 +131,11 @@ def live_served(setup: Setup, points: Recorder, directory: Path, service: Servic
 
 
 def _watch(points: Recorder, child: Child, loop: socket.socket, service: socket.socket, dies: bool,
-           landing: Landing | None, stopped: Callable[[], None] | None) -> bool:
-    """Take every event of the loop and the service until the loop's process ends, and kill it where told."""
+           landing: Landing | None, stopped: Callable[[], None] | None, ended: int | None = None) -> bool:
+    """Take every event of the loop and the service until the loop's process ends, and kill it where told.
+
+    A `Program` tells nothing: its line carries at most why it could not start, and its end is its exit, seen
+    on `ended` (a pidfd of its process)."""
     where = Where()
     target = points.crash_at[points.process - 1] if points.process <= len(points.crash_at) else 0
     scenario = f"{points.scenario}: process {points.process}"
@@ -169,6 +178,8 @@ def _watch(points: Recorder, child: Child, loop: socket.socket, service: socket.
             return _ended(message, points, child, scenario)
         return None
 
+    if ended is not None:
+        return _watch_program(points, child, loop, service, ended, take, scenario)
     while True:
         ready = child.ready([loop.fileno(), service.fileno()])
         if service.fileno() in ready:
@@ -188,6 +199,42 @@ def _receive(loop: socket.socket, scenario: str, child: Child) -> dict[str, Any]
         status = child.reap()
         raise HarnessError(f"{scenario} ended (wait status {status}) without a word: killed by something "
                            "else?") from None
+
+
+def _watch_program(points: Recorder, child: Child, loop: socket.socket, service: socket.socket, ended: int,
+                   take: Callable[[dict[str, Any], socket.socket | None], bool], scenario: str) -> bool:
+    """A program's life: the service's events until the program exits (`ended`, its pidfd, is readable). Its
+    line closes as it starts (exec closes it), or carries why it could not start."""
+    why = ""
+    watched = [loop.fileno(), service.fileno(), ended]
+    while True:
+        ready = child.ready(watched)
+        if service.fileno() in ready:
+            if not take(control.receive(service), service):
+                return _ended({}, points, child, scenario)
+        elif loop.fileno() in ready:
+            if loop.recv(1, socket.MSG_PEEK):
+                why = str(control.receive(loop).get("ended", ""))
+            watched.remove(loop.fileno())  # closed by its exec, or said all it will
+        elif ended in ready:
+            code = os.waitstatus_to_exitcode(child.reap())
+            if why:
+                raise LoopFailed(scenario, why)
+            return _ended({"ended": "returned" if code == 0 else f"exited with status {code}"}, points, child,
+                          scenario)
+
+
+def _exec(program: Program, directory: Path, line: socket.socket, env: Mapping[str, str]) -> int:
+    """Become the program, in its run directory, told where crashlab's servers are; if it cannot start, say why
+    on `line` and return the status a shell gives a command it cannot run."""
+    try:
+        os.chdir(directory)
+        stdin = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(stdin, 0)
+        os.execvpe(program.argv[0], program.argv, {**os.environ, **env, RUN_DIR: str(directory)})
+    except OSError as error:
+        control.send(line, {"kind": "end", "ended": f"cannot start {program}: {error.strerror or error}"})
+    return 127
 
 
 class LoopFailed(HarnessError):
