@@ -12,8 +12,9 @@ TESTING := $(VENV)/.installed-test
 LINTING := $(VENV)/.installed-lint
 DOCS := $(VENV)/.installed-docs
 EVERYTHING := $(VENV)/.installed-all
-# The extras the fast suite imports (the service's MCP front end, the picture, Dask, the power-cut layer).
-TEST_EXTRAS := test,mcp,plot,dask,fuse
+# The extras the fast suite imports (the service's MCP front end and its model's SDKs, the picture, Dask, the
+# power-cut layer).
+TEST_EXTRAS := test,mcp,model,plot,dask,fuse
 
 .PHONY: sweep results test test-slow lint docs bench clean
 

@@ -12,8 +12,9 @@ from crashlab.world import TRACKER_MODES
 if TYPE_CHECKING:
     from crashlab.service.server import Started
 
-#: `--keys`, spelt here so that `crashlab --help` imports no part of the service.
+#: `--keys` and `--model-ids`, spelt here so that `crashlab --help` imports no part of the service.
 KEY_RULES = ("optional", "required")
+MODEL_IDS = ("stable", "drifting")
 
 
 def say(started: Started) -> None:
@@ -25,6 +26,9 @@ def say(started: Started) -> None:
     click.echo(f"  HTTP  POST {url}/issues  POST {url}/issues/N/comments  GET {url}/search?q=TEXT  "
                f"GET {url}/idempotency/KEY  (bodies as Content-Type: application/json)")
     click.echo(f"  MCP   {url}/mcp (streamable HTTP; the key is the tools' idempotency_key argument)")
+    if started.model.script is not None:
+        click.echo(f"  model {started.model.describe()}; for the official SDKs:")
+        click.echo(f"        OPENAI_BASE_URL={url}/v1 ANTHROPIC_BASE_URL={url} (any API key)")
     click.echo(f"  what it holds: GET {url}/_crashlab/state -H 'Authorization: Bearer {token}'")
     click.echo(f"  a run against it: CRASHLAB_SERVICE_TOKEN={token} crashlab run JOB --dir DIR --service {url}")
     click.echo("  Ctrl-C stops it; its records stay in the directory.")
@@ -49,7 +53,13 @@ def say(started: Started) -> None:
               help="required: a changing request without an Idempotency-Key is refused (400).")
 @click.option("--retention", type=float, default=24.0, show_default=True, metavar="HOURS",
               help="How long a key is kept, by the service's clock.")
-def serve(directory: Path, host: str, expose: bool, port: int, tracker: str, keys: str, retention: float) -> None:
+@click.option("--job", metavar="JOB",
+              help="Also play JOB's model (a job file, or a shipped job's name) over OpenAI's Chat Completions and "
+                   "Responses and Anthropic's Messages, at URL/v1: each reply decided by the conversation sent.")
+@click.option("--model-ids", type=click.Choice(MODEL_IDS), default="stable", show_default=True,
+              help="With --job: a reply given again names its tool calls as before (stable), or anew (drifting).")
+def serve(directory: Path, host: str, expose: bool, port: int, tracker: str, keys: str, retention: float,
+          job: str | None, model_ids: str) -> None:
     """Run the issue tracker as an HTTP service over SQLite in DIR, until Ctrl-C or SIGTERM.
 
     Its first line is its URL. A loop's tools call it with any HTTP client, or over MCP at URL/mcp;
@@ -61,13 +71,18 @@ def serve(directory: Path, host: str, expose: bool, port: int, tracker: str, key
     nothing. Its controls (URL/_crashlab/: state, reset, clock) also need the token it prints as it
     starts, made anew each time.
 
+    With --job, it also plays that job's scripted model to the official OpenAI and Anthropic
+    clients, found through OPENAI_BASE_URL (URL/v1) and ANTHROPIC_BASE_URL (URL), any key.
+
     \b
     crashlab serve --dir svc --port 8765
     curl localhost:8765/issues -H 'Idempotency-Key: k1' --json '{"title": "Login fails"}'
+    crashlab serve --dir svc --job triage
     """
     from crashlab.service.server import Settings
     from crashlab.service.server import serve as run
 
-    code = run(Settings(directory, host, port, tracker, keys, retention, expose=expose), say)
+    code = run(Settings(directory, host, port, tracker, keys, retention, expose=expose, job=job, model_ids=model_ids),
+               say)
     if code:
         raise SystemExit(code)

@@ -166,8 +166,10 @@ def _watch(points: Recorder, child: Child, loop: socket.socket, service: socket.
             if landing is not None:
                 landing.reached(points, where)
         if answer is not None and (points.dead is None or (answer is service and not dies)):
-            on_the_wire = points.dead is not None and crash_point == "sent"  # the loop died with it sent
-            control.send(answer, control.HOLD if on_the_wire else control.GO)
+            # A loop that died here hears nothing: a request it sent stays on the wire, one it had in hand goes on
+            # to nobody, and passes no later point of the service's that a restart would be charged with.
+            word = control.GO if points.dead is None else control.HOLD if crash_point == "sent" else control.GONE
+            control.send(answer, word)
         return points.dead is None
 
     def from_loop() -> bool | None:

@@ -26,6 +26,7 @@ from starlette.routing import Mount, Route
 from crashlab.service.control import LineBroken
 from crashlab.service.doors import Bound, Doors, Token
 from crashlab.service.mcp import PATH, LazyMcp
+from crashlab.service.model import ROUTES, Model
 from crashlab.service.tracker import MAX_NUMBER, Answer, Refused, Service
 
 #: Where the harness's controls are, behind the service's token.
@@ -93,10 +94,22 @@ def issue_number(raw: str) -> int:
     return int(raw)
 
 
-def build_app(service: Service, bound: Bound, token: str) -> Starlette:
+def build_app(service: Service, bound: Bound, token: str, model: Model | None = None) -> Starlette:
     """The service's Starlette app behind its doors (`Doors`, for a service listening at `bound`): its routes,
-    the MCP endpoint at `PATH`, the harness's controls behind `token`, and the control line's life."""
+    the MCP endpoint at `PATH`, the `model`'s routes, the harness's controls behind `token`, and the control
+    line's life."""
     mcp = LazyMcp(service)
+    model = model or Model(service, None)
+
+    def model_route(api: str) -> Handler:
+        """A route of the model's: its body read as any route's is, refused in its wire's error."""
+        async def handle(request: Request) -> Response:
+            try:
+                body = await read_object(request)
+            except Refused as refusal:
+                return await model.refuse(api, refusal.status, refusal.message)
+            return await model.answer(api, body)
+        return handle
 
     def tool(label: str, work: Callable[[Request], Awaitable[Answer]],
              key: Callable[[Request], str | None] = lambda request: None) -> Handler:
@@ -184,6 +197,7 @@ def build_app(service: Service, bound: Bound, token: str) -> Starlette:
             Route("/land", land, methods=["POST"]),
         ], middleware=[Middleware(Token, token=token)]),
         Route(PATH, mcp),
+        *(Route(path, model_route(api), methods=["POST"]) for api, path in ROUTES.items()),
     ]
     return Starlette(routes=routes, middleware=[Middleware(Doors, bound=bound)],
                      exception_handlers={HTTPException: not_routed, Exception: failed}, lifespan=life)

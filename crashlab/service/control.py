@@ -14,7 +14,9 @@ service → harness   ``{"kind": "request", "label": TOOL, "detail": {...}, "poi
                     under late delivery only.
 harness → service   ``{"go": true}``: answer the loop (if the loop is still alive to hear it);
                     ``{"hold": true}``, at ``sent`` only: the loop died with the request on the
-                    wire, so hold it until the harness lands it (``POST /_crashlab/land``).
+                    wire, so hold it until the harness lands it (``POST /_crashlab/land``);
+                    ``{"gone": true}``, at any other crash point: the loop died there, so the
+                    request goes on to nobody and passes no later point.
 """
 
 from __future__ import annotations
@@ -29,6 +31,9 @@ HEADER = struct.Struct("!I")
 GO = {"go": True}
 #: Its other word, at ``sent`` only: hold the request, whose client died with it on the wire.
 HOLD = {"hold": True}
+#: Its word at any other crash point where it killed the loop: the client is gone, so the service answers
+#: nobody and passes no more points for the request (the model's ``model-asked`` stops there).
+GONE = {"gone": True}
 #: No frame on this line is larger: a longer length is a broken line, not a frame to allocate for.
 MAX_FRAME = 1 << 20
 

@@ -16,7 +16,7 @@ import socket
 from collections.abc import Callable
 from typing import Any
 
-from crashlab.service.control import GO, HEADER, HOLD, LineBroken, decode, encode, length
+from crashlab.service.control import GO, GONE, HEADER, HOLD, LineBroken, decode, encode, length
 
 
 class Line:
@@ -43,8 +43,8 @@ class Line:
             self._writer.close()
 
     async def report(self, kind: str, label: str, detail: dict[str, Any], point: str | None = None) -> dict[str, Any]:
-        """Send the event and wait for the harness's word (`GO`, or `HOLD` at ``sent``); `LineBroken` if the line
-        is gone."""
+        """Send the event and wait for the harness's word (`GO`; `HOLD` at ``sent``, `GONE` at another crash point
+        where the loop died); `LineBroken` if the line is gone."""
         message: dict[str, Any] = {"kind": kind, "label": label, "detail": detail}
         if point is not None:
             message["point"] = point
@@ -66,7 +66,8 @@ class Line:
                 raise LineBroken(self.broken) from None
             finally:
                 self._waiting = None
-            if reply != GO and not (reply == HOLD and message.get("label") == "sent"):
+            point = message.get("point") or (message["label"] if message["kind"] == "point" else None)
+            if reply != GO and not (reply == HOLD and point == "sent") and not (reply == GONE and point):
                 self._break(f"a reply that is not {GO}: {reply}", broke=True)
                 raise LineBroken(self.broken)
             return reply

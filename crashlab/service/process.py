@@ -43,29 +43,34 @@ class ServiceProcess:
     told the URL (`env`), not the token, and a page that reaches the service cannot reset it."""
 
     def __init__(self, process: subprocess.Popen[bytes], url: str, control: socket.socket | None, errors: IO[bytes],
-                 token: str = ""):
+                 token: str = "", model: bool = False):
         self.process = process
         self.url = url
         self.token = token
         self.control = control
+        self.model = model  # whether it plays a job's model
         self._errors = errors
 
     @classmethod
     def start(cls, directory: Path, tracker: str = "keyed", keys: str = "optional", retention: float = 24.0,
               control: bool = True, commit: str = "one-txn", steps: bool = False, wrong_at: int = 0,
-              no_reply: str = "", late: bool = False) -> ServiceProcess:
+              no_reply: str = "", late: bool = False, job: str | None = None,
+              model_ids: str = "stable") -> ServiceProcess:
         """Start a service on `directory` and wait for its URL; `HarnessError`, with its stderr, if none comes.
 
         `commit` and `steps` say how it makes a request durable, and whether it passes its crash points
         between the steps; with `wrong_at`, its person answers that question wrong; with `no_reply`
         (``K-applied``, ``K-lost``), its K-th changing request gets no reply in time; with `late`, a request
-        whose client dies at its point ``sent`` is held until `land` (``python -m crashlab.service --help``)."""
+        whose client dies at its point ``sent`` is held until `land`; with `job` (a file, or a shipped job's name),
+        it plays that job's model at ``/v1``, its tool-call IDs `model_ids` (``stable`` or ``drifting``)
+        (``python -m crashlab.service --help``)."""
         command = [sys.executable, "-m", "crashlab.service", "--dir", str(directory), "--port", "0",
                    "--tracker", tracker, "--keys", keys, "--retention", repr(float(retention)), "--commit", commit]
         command += ["--commit-points"] if steps else []
         command += ["--wrong-at", str(wrong_at)] if wrong_at else []
         command += ["--no-reply", no_reply] if no_reply else []
         command += ["--late"] if late else []
+        command += ["--job", job, "--model-ids", model_ids] if job is not None else []
         ours, theirs = socket.socketpair() if control else (None, None)
         if theirs is not None:
             command += ["--control-fd", str(theirs.fileno())]
@@ -93,15 +98,17 @@ class ServiceProcess:
             cls(process, url, ours, errors).close()
             raise HarnessError(f"the service on {directory} did not say its URL and token within {START_TIMEOUT:g} s "
                                f"(exit status {process.returncode}): {_tail(errors) or 'it wrote nothing to stderr'}")
-        return cls(process, url, ours, errors, token)
+        return cls(process, url, ours, errors, token, model=job is not None)
 
     def env(self) -> dict[str, str]:
-        """The variables that tell a loop's tools where the service is."""
+        """The variables that tell a loop's tools where the service is, and, if it plays a job's model, the ones
+        the official SDKs read to find their model (any key is taken)."""
         return {
             "CRASHLAB_TRACKER_URL": self.url,
             "CRASHLAB_MCP_URL": self.url + "/mcp",
             "CRASHLAB_PERSON_URL": self.url + "/person",
             "CRASHLAB_MODEL_URL": self.url + "/model",
+            **(model_env(self.url) if self.model else {}),
         }
 
     def kill(self) -> None:
@@ -164,6 +171,13 @@ class ServiceProcess:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def model_env(url: str) -> dict[str, str]:
+    """What points the official OpenAI and Anthropic clients at the model a service at `url` plays: OpenAI's
+    base URL ends in /v1, Anthropic's client adds it itself."""
+    return {"OPENAI_BASE_URL": url + "/v1", "OPENAI_API_KEY": "crashlab", "ANTHROPIC_BASE_URL": url,
+            "ANTHROPIC_API_KEY": "crashlab"}
 
 
 def _first_lines(process: subprocess.Popen[bytes], n: int, timeout: float) -> list[str]:

@@ -34,9 +34,12 @@ from typing import cast
 import uvicorn
 
 from crashlab.errors import BadInput
+from crashlab.job import find_job
 from crashlab.service.app import build_app
 from crashlab.service.doors import Bound
 from crashlab.service.line import Line
+from crashlab.service.model import Model
+from crashlab.service.script import MODEL_IDS, Script
 from crashlab.service.store import COMMITS, SERVICE_FILE, Store, check_file
 from crashlab.service.tracker import KEY_RULES, KeyRule, Service
 from crashlab.world.tracker import KEY_RETENTION, TRACKER_MODES, TrackerMode
@@ -65,6 +68,12 @@ class Settings:
     no_reply: str = ""  # "K-applied" or "K-lost": the changing request whose reply does not come in time
     late: bool = False  # a changing request passes the crash point sent, where a death leaves it on the wire
     expose: bool = False  # it may listen beyond this machine's loopback
+    job: str | None = None  # the job whose model it plays at /v1: a file, or a shipped job's name
+    model_ids: str = "stable"  # "drifting": a reply given again names its calls anew
+
+    def script(self) -> Script | None:
+        """The model the service plays, if it plays one; `BadInput` in one line if its job cannot be played."""
+        return None if self.job is None else Script(find_job(self.job), self.model_ids)
 
     def no_reply_at(self) -> tuple[int, bool] | None:
         """`no_reply` as the service takes it: the request's number, and whether it was applied."""
@@ -134,6 +143,7 @@ class Started:
     url: str
     token: str
     service: Service
+    model: Model
     exposed: str | None  # one line, if it listens beyond this machine's loopback
 
 
@@ -194,6 +204,7 @@ def serve(settings: Settings, announce: Callable[[Started], None]) -> int:
     looked at first, so a busy port or another program's file leaves no directory, lock or table.
     """
     settings.check()
+    script = settings.script()
     check_file(settings.directory / SERVICE_FILE)
     with listen(settings.host, settings.port, settings.expose) as sock:
         try:
@@ -203,12 +214,13 @@ def serve(settings: Settings, announce: Callable[[Started], None]) -> int:
         with locked(settings.directory):
             store = Store(settings.directory / SERVICE_FILE)
             try:
-                return run(settings, store, sock, announce)
+                return run(settings, store, sock, announce, script)
             finally:
                 store.close()
 
 
-def run(settings: Settings, store: Store, sock: socket.socket, announce: Callable[[Started], None]) -> int:
+def run(settings: Settings, store: Store, sock: socket.socket, announce: Callable[[Started], None],
+        script: Script | None = None) -> int:
     server: Server | None = None
 
     def closed(why: str, broke: bool) -> None:
@@ -223,10 +235,11 @@ def run(settings: Settings, store: Store, sock: socket.socket, announce: Callabl
                       no_reply=settings.no_reply_at(), late=settings.late)
     bound = Bound(*sock.getsockname()[:2])
     token = secrets.token_urlsafe(32)  # the harness's controls' key: only who reads the announcement knows it
-    config = uvicorn.Config(build_app(service, bound, token), log_config=None, log_level="warning",
+    model = Model(service, script)
+    config = uvicorn.Config(build_app(service, bound, token, model), log_config=None, log_level="warning",
                             access_log=False, lifespan="on", timeout_graceful_shutdown=GRACE)
     url = base_url(sock)
-    server = Server(config, lambda: announce(Started(url, token, service, exposure(bound))))
+    server = Server(config, lambda: announce(Started(url, token, service, model, exposure(bound))))
     asyncio.run(server.serve(sockets=[sock]))
     return server.exit_code if server.started else 1
 
@@ -236,6 +249,8 @@ def say_url(started: Started) -> None:
     is goes to stderr. Only the harness that started the service reads its stdout."""
     print(started.url, started.token, sep="\n", flush=True)
     print(f"crashlab service: {started.service.describe()}", file=sys.stderr, flush=True)
+    if started.model.script is not None:
+        print(f"crashlab service: {started.model.describe()}", file=sys.stderr, flush=True)
     if started.exposed:
         print(f"crashlab service: {started.exposed}", file=sys.stderr, flush=True)
 
@@ -263,9 +278,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--late", action="store_true",
                         help="a changing request passes the crash point sent as it arrives; a client that dies "
                              "there leaves it on the wire, until POST /_crashlab/land (needs --control-fd)")
+    parser.add_argument("--job", metavar="JOB", help="play this job's model at /v1 (OpenAI's Chat Completions and "
+                        "Responses, Anthropic's Messages): a job file, or a shipped job's name")
+    parser.add_argument("--model-ids", choices=MODEL_IDS, default="stable",
+                        help="a reply given again names its tool calls as before (stable) or anew (drifting)")
     args = parser.parse_args(argv)
     settings = Settings(args.dir, args.host, args.port, args.tracker, args.keys, args.retention, args.control_fd,
-                        args.commit, args.commit_points, args.wrong_at, args.no_reply, args.late, args.expose)
+                        args.commit, args.commit_points, args.wrong_at, args.no_reply, args.late, args.expose,
+                        args.job, args.model_ids)
     try:
         return serve(settings, say_url)
     except BadInput as error:
