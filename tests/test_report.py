@@ -160,3 +160,30 @@ def test_the_worked_example_sweeps_the_http_loop_and_uploads_the_report():
     assert "crashlab report results" in runs
     upload = next(step for step in steps if step.get("uses", "").startswith("actions/upload-artifact@"))
     assert upload["with"]["path"] == "results/report.html" and upload.get("if") == "always()"
+
+
+CHROMIUM = shutil.which("chromium")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(CHROMIUM is None, reason="no Chromium here (.ci/run installs Debian's chromium)")
+def test_the_report_of_the_http_loop_opens_in_chromium_tells_a_clicked_windows_story_and_loads_nothing(cli, tmp_path):
+    playwright = pytest.importorskip("playwright.sync_api", reason="no Playwright (crashlab[browser])")
+    out = tmp_path / "r"
+    code, _, err = cli("sweep", "--loop", "examples/http_loop.py:plain,keyed", "--effects", "examples/http_loop.yaml",
+                       "--depth", "2", "--out", str(out))
+    assert code == 0, err
+    assert cli("report", str(out))[0] == 0
+    fetched: list[str] = []
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        page = browser.new_page()
+        page.on("request", lambda request: fetched.append(request.url))
+        page.goto((out / "report.html").as_uri())
+        first = receipts(out)[0]
+        page.click('[data-window="0"]')
+        story = page.inner_text("#story")
+        browser.close()
+    assert first["harm"] in story and first["replay"] in story
+    assert f"the story of {first['scenarios'][0]['id']}" in story
+    assert fetched == [(out / "report.html").as_uri()]  # the page itself, and nothing else
