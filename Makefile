@@ -28,7 +28,7 @@ $(TESTING): $(BASE)
 	touch $@
 
 $(LINTING): $(EVERYTHING)
-	$(PIP) -e '.[$(TEST_EXTRAS),frameworks,lint]'
+	$(PIP) -e '.[$(TEST_EXTRAS),frameworks,browser,lint]'
 	touch $@
 
 $(DOCS): $(BASE)
@@ -37,7 +37,7 @@ $(DOCS): $(BASE)
 
 $(EVERYTHING): $(TESTING)
 	@echo "installing every agent runtime crashlab sweeps (about 1 GB; a few minutes on a fresh machine)"
-	$(PIP) -e '.[$(TEST_EXTRAS),frameworks]'
+	$(PIP) -e '.[$(TEST_EXTRAS),frameworks,browser]'
 	touch $@
 
 # CrewAI requires mcp<2 and the mcp extra mcp>=2, so no one environment holds both: CrewAI's tests

@@ -225,8 +225,8 @@ def test_results_go_through_a_symlink_to_another_file_system(cli, tmp_path, else
     (tmp_path / "results").symlink_to(elsewhere)
     code, _, err = cli("sweep", "--variant", "keys", "--job", "read-only", "--out", str(tmp_path / "results"))
     assert code == 0, err
-    assert sorted(p.name for p in elsewhere.iterdir()) == ["manifest.json", "scenarios.jsonl", "summary.csv",
-                                                           "summary.json"]
+    assert sorted(p.name for p in elsewhere.iterdir()) == ["manifest.json", "receipts.jsonl", "scenarios.jsonl",
+                                                           "summary.csv", "summary.json"]
 
 
 def test_a_results_directory_is_made_as_mkdir_makes_one(cli, tmp_path):

@@ -71,9 +71,10 @@ def test_sweep_fault_all_sweeps_every_setting_and_writes_the_matrix(cli, tmp_pat
 
 
 def test_sweep_fault_all_refuses_what_only_one_fault_takes(cli):
-    for args, problem in ((["--list", "dups"], "--list, --check and --repeat take one fault"),
-                          (["--check", "results/book.txt"], "--list, --check and --repeat take one fault"),
-                          (["--repeat", "2"], "--list, --check and --repeat take one fault"),
+    one = "--list, --check, --expect, --repeat and JUnit take one fault"
+    for args, problem in ((["--list", "dups"], one), (["--check", "results/book.txt"], one),
+                          (["--repeat", "2"], one), (["--expect", "expect.yaml"], one), (["--format", "junit"], one),
+                          (["--junit", "sweep.xml"], one),
                           (["--sync", "file"], "it takes no other --fault, and no setting"),
                           (["--drift", "ids"], "it takes no other --fault, and no setting"),
                           (["--kill"], "needs world-in-memory, which the forked runner (--kill) does not offer")):

@@ -31,10 +31,12 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "plot": ("crashlab.cli.plot", "Draw the sweep: each variant's single crashes, and its double crashes as a heatmap "
              "(needs crashlab[plot])."),
     "points": ("crashlab.cli.explain", "List the crash points of SLUG's uninterrupted run."),
+    "report": ("crashlab.cli.report", "Draw the results `crashlab sweep --out DIR` wrote as one HTML file that "
+               "opens from disk."),
     "run": ("crashlab.cli.run", "Run JOB with the agent's own loop as a real process, against a SQLite tracker in DIR "
             "(or the running service at --service URL)."),
     "schema": ("crashlab.cli.info", "Print the job file's JSON Schema, for editors and other tools (derived from "
-               "crashlab.job.schema)."),
+               "crashlab.job.schema); with --receipt, a receipt's."),
     "serve": ("crashlab.cli.serve", "Run the issue tracker as an HTTP service over SQLite in DIR, until Ctrl-C or "
               "SIGTERM."),
     "sweep": ("crashlab.cli.sweep", "Crash the loop at every point, and its restart at every point, and count the "
@@ -89,6 +91,7 @@ def cli(ctx: click.Context) -> None:
     crashlab frameworks                 every installed agent runtime: its promise beside what a sweep measured
     crashlab faults                     what else can break: the fault models for sweep --fault
     crashlab serve --dir DIR            the issue tracker as a real HTTP (and MCP) service over SQLite
+    crashlab report DIR                 a sweep's results (sweep --out DIR) as one HTML page
     """
     if ctx.invoked_subcommand is None:
         click.echo(ctx.get_help())

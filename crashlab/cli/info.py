@@ -51,8 +51,15 @@ def jobs(fmt: str) -> None:
 
 
 @click.command()
-def schema() -> None:
-    """Print the job file's JSON Schema, for editors and other tools (derived from crashlab.job.schema)."""
+@click.option("--receipt", is_flag=True, help="The schema of a line of receipts.jsonl (sweep --out DIR) instead.")
+def schema(receipt: bool) -> None:
+    """Print the job file's JSON Schema, for editors and other tools (derived from crashlab.job.schema); with
+    --receipt, a receipt's."""
+    if receipt:
+        from crashlab.report.receipts import receipt_schema
+
+        click.echo(json.dumps(receipt_schema(), indent=2))
+        return
     from crashlab.job.schema import job_schema  # msgspec is needed here only
 
     click.echo(json.dumps(job_schema(), indent=2))

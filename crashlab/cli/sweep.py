@@ -6,6 +6,8 @@ import json
 import shlex
 import time
 from collections.abc import Callable, Iterable, Iterator
+from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import click
@@ -35,7 +37,9 @@ from crashlab.loops import VARIANTS
 from crashlab.protocols.fault import every_setting, servable
 from crashlab.protocols.scenario import ScenarioResult, Setup
 from crashlab.protocols.variant import Variant
-from crashlab.report import golden, matrix, tables
+from crashlab.report import expect, golden, matrix, tables
+from crashlab.report.junit import junit
+from crashlab.report.receipts import Receipts
 from crashlab.report.results import PendingResults
 from crashlab.report.windows import causes, describe, tell, windows
 from crashlab.runners import RunnerSpec
@@ -60,17 +64,24 @@ LISTS = {
 @variant_options
 @click.option("--store", type=click.Choice(STORE_KINDS), default=None, show_default="memory; files with --kill",
               help="Where checkpoints go: in memory, or real JSON files replaced with os.replace.")
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True,
-              help="A table for people, JSON or CSV for scripts.")
+@click.option("--format", "fmt", type=click.Choice([*FORMATS, "junit"]), default="table", show_default=True,
+              help="A table for people, JSON or CSV for scripts, JUnit XML for CI (a test suite per variant, a case "
+                   "for it and one per effect, failed with its windows).")
+@click.option("--junit", "junit_file", metavar="FILE",
+              help="Also write the JUnit XML into FILE, whatever --format prints.")
 @click.option("--check", "golden_file", metavar="GOLDEN",
               help="Exit 1, naming each difference, unless the table has exactly GOLDEN's rows and the cells of the "
                    "columns it names.")
+@click.option("--expect", "expect_file", metavar="FILE",
+              help="Exit 1, naming each difference, if a count passes its most in FILE (YAML, per variant: dups: 0, "
+                   "asks: 40) or a variant FILE names was not swept.")
 @click.option("--list", "listing", type=click.Choice(list(LISTS)),
               help="Instead of the table, list the scenarios that duplicated, asked, lost an effect, called the "
                    "model again, got stuck or were flaky, each with the command that explains it.")
 @click.option("--out", metavar="DIR",
-              help="Also write scenarios.jsonl, summary.json, summary.csv and manifest.json into DIR (checked before "
-                   "the sweep; written whole at the end).")
+              help="Also write scenarios.jsonl, receipts.jsonl (a record per window that failed or asked), "
+                   "summary.json, summary.csv and manifest.json into DIR (checked before the sweep; written whole at "
+                   "the end); `crashlab report DIR` draws them.")
 @click.option("--depth", type=click.IntRange(1, MAX_DEPTH), default=2, show_default=True,
               help="Crash up to this many processes per scenario (the book's sweep is 2).")
 @click.option("--max-scenarios", type=click.IntRange(1), default=MAX_SCENARIOS, show_default=True,
@@ -102,10 +113,10 @@ LISTS = {
 @time_limit_option
 @repeat_option
 def sweep(job_spec: str, loop: str | None, variant: str | None, tracker: str | None, effects_file: str | None,
-          scheduled: bool, commands: tuple[str, ...], store: str | None, fmt: str,
-          golden_file: str | None, listing: str | None, out: str | None, depth: int, max_scenarios: int,
-          replay: bool, workers: int, scheduler: str | None, fault_slugs: tuple[str, ...], kill: bool,
-          time_limit: float, repeat: int, interleavings: int | None, state_in_run_dir: bool,
+          scheduled: bool, commands: tuple[str, ...], store: str | None, fmt: str, junit_file: str | None,
+          golden_file: str | None, expect_file: str | None, listing: str | None, out: str | None, depth: int,
+          max_scenarios: int, replay: bool, workers: int, scheduler: str | None, fault_slugs: tuple[str, ...],
+          kill: bool, time_limit: float, repeat: int, interleavings: int | None, state_in_run_dir: bool,
           **settings: str | None) -> None:
     """Crash the loop at every point, and its restart at every point, and count the damage.
 
@@ -135,16 +146,24 @@ def sweep(job_spec: str, loop: str | None, variant: str | None, tracker: str | N
         if len(fault_slugs) > 1 or any(settings.values()) or interleavings is not None:
             raise BadInput("--fault all sweeps every fault at each of its settings: it takes no other --fault, and "
                            "no setting")
-        if listing is not None or golden_file is not None or repeat > 1:
-            raise BadInput("--fault all ends with the matrix of worst outcomes: --list, --check and --repeat take "
-                           "one fault")
+        if listing is not None or golden_file is not None or repeat > 1 or fmt == "junit" or \
+                junit_file is not None or expect_file is not None:
+            raise BadInput("--fault all ends with the matrix of worst outcomes: --list, --check, --expect, --repeat "
+                           "and JUnit take one fault")
         every = variant is None and tracker is None and loop is None  # the matrix: every loop of crashlab's own
         chosen = [v for v in VARIANTS.values() if "in-process" in v.runners] if every else variants
         return every_fault(chosen, job, spec, depth, fmt, out, workers, scheduler, max_scenarios)
     faults = faults_of(fault_slugs, settings)
     if interleavings is not None:
         faults = bounded(faults, interleavings)
+    if listing is not None and fmt == "junit":
+        raise BadInput("--list prints a table, JSON or CSV: JUnit XML is the sweep's, without --list")
     expected = golden.read_golden(golden_file) if golden_file is not None else None
+    bounds = expect.read_expectations(expect_file) if expect_file is not None else None
+    if junit_file is not None:
+        writable(junit_file)
+    explaining = replay_command(job_spec, loop, effects_file, tracker, repeat, scheduled, commands)
+    began, when = time.perf_counter(), datetime.now()
     pending = PendingResults(out) if out is not None else None
     try:
         # A loop of yours that strays is flaky, and shown so; one of crashlab's fails at once (its bug, not yours).
@@ -153,13 +172,24 @@ def sweep(job_spec: str, loop: str | None, variant: str | None, tracker: str | N
         rows = [s.row() for s in sweeps]
         columns = columns_for(variants, depth, rows)
         if pending is not None:
-            pending.commit(job, rows, every_scenario(sweeps), columns)
+            pending.commit(job, rows, every_scenario(sweeps), columns,
+                           Receipts(job, {v.slug: v for v in variants}, explaining, repeat))
     finally:
         if pending is not None:
             pending.discard()
-    explaining = replay_command(job_spec, loop, effects_file, tracker, repeat, scheduled, commands)
+    seconds = time.perf_counter() - began
+    if fmt == "junit" or junit_file is not None:
+        xml = junit(rows, windows(every_scenario(sweeps)), {v.slug: [c.id for c in v.intended(job)] for v in variants},
+                    explaining, seconds, when)
+        if junit_file is not None:
+            try:
+                Path(junit_file).write_text(xml, encoding="utf-8")
+            except OSError as error:
+                raise BadInput(f"cannot write the JUnit XML to {junit_file}: {error.strerror}") from None
     if listing is not None:
         echo_listing(every_scenario(sweeps), listing, explaining, fmt)
+    elif fmt == "junit":
+        click.echo(xml.rstrip("\n"))
     else:
         formats = {"table": tables.table, "json": tables.to_json, "csv": tables.to_csv}
         click.echo(formats[fmt](rows, columns).rstrip("\n"))
@@ -177,6 +207,22 @@ def sweep(job_spec: str, loop: str | None, variant: str | None, tracker: str | N
         if differences:
             raise CheckFailed(f"the table differs from {golden_file} in {len(differences)} cell(s)")
         click.echo(f"matches {golden_file}", err=True)
+    if bounds is not None:
+        differences = expect.compare(rows, bounds)
+        for line in differences:
+            click.echo(f"differs: {line}", err=True)
+        if differences:
+            raise CheckFailed(f"the sweep breaks {len(differences)} expectation(s) of {expect_file}")
+        click.echo(f"meets {expect_file}", err=True)
+
+
+def writable(path: str) -> None:
+    """Refuse, before the sweep, a file that could not be written after it: a directory, or in no directory."""
+    where = Path(path)
+    if where.is_dir():
+        raise BadInput(f"cannot write to {path}: it is a directory")
+    if not where.absolute().parent.is_dir():
+        raise BadInput(f"cannot write to {path}: {where.absolute().parent} is not a directory")
 
 
 def columns_for(variants: list[Variant], depth: int, rows: list[Row]) -> tables.Columns:

@@ -10,12 +10,13 @@ from __future__ import annotations
 import glob
 import json
 import os
+import platform
 import re
 import shlex
 import shutil
 import sys
 import tempfile
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,11 +25,13 @@ from crashlab.engine.tree import Row
 from crashlab.errors import BadInput
 from crashlab.job import Job
 from crashlab.protocols.scenario import ScenarioResult
+from crashlab.report.receipts import Receipts, encode
 from crashlab.report.tables import Columns, to_csv, to_json
+from crashlab.report.windows import windows
 from crashlab.scratch import alive
 
 #: The files a results directory holds; manifest.json is written last, so it vouches for the others.
-RESULT_FILES = ("scenarios.jsonl", "summary.json", "summary.csv", "manifest.json")
+RESULT_FILES = ("scenarios.jsonl", "receipts.jsonl", "summary.json", "summary.csv", "manifest.json")
 
 
 def scenario_record(result: ScenarioResult) -> dict[str, Any]:
@@ -84,8 +87,9 @@ class PendingResults:
         except OSError as error:
             raise ResultsError(f"cannot write results to {out}: {error.strerror}") from None
 
-    def commit(self, job: Job, rows: Sequence[Row], scenarios: Iterable[ScenarioResult], columns: Columns) -> None:
-        self.put(lambda into: write_results(into, job, rows, scenarios, columns), RESULT_FILES)
+    def commit(self, job: Job, rows: Sequence[Row], scenarios: Iterable[ScenarioResult], columns: Columns,
+               receipts: Receipts) -> None:
+        self.put(lambda into: write_results(into, job, rows, scenarios, columns, receipts), RESULT_FILES)
 
     def put(self, write: Callable[[Path], None], names: Sequence[str]) -> None:
         """Write the files `names` with `write` into the hidden directory, then put them in place."""
@@ -124,12 +128,21 @@ def remove_stale(place: Path, name: str) -> None:
 
 
 def write_results(out: Path, job: Job, rows: Sequence[Row], scenarios: Iterable[ScenarioResult],
-                  columns: Columns) -> None:
-    """The sweep on disk: every scenario, the table as JSON and CSV, and how it was made."""
+                  columns: Columns, receipts: Receipts) -> None:
+    """The sweep on disk: every scenario, a receipt per window that failed or asked, the table as JSON and CSV, and
+    how it was made. The scenarios are read once, as they stream: each is written as its window grows."""
     out.mkdir(parents=True, exist_ok=True)
     with open(out / "scenarios.jsonl", "w", encoding="utf-8") as file:
-        for result in scenarios:
-            file.write(json.dumps(scenario_record(result)) + "\n")
+
+        def written() -> Iterator[ScenarioResult]:
+            for result in scenarios:
+                file.write(json.dumps(scenario_record(result)) + "\n")
+                yield result
+
+        found = windows(written(), asked=True)
+    with open(out / "receipts.jsonl", "wb") as receipts_file:
+        for window in found:
+            receipts_file.write(encode(receipts.of(window)) + b"\n")
     (out / "summary.json").write_text(to_json(rows, columns) + "\n", encoding="utf-8")
     (out / "summary.csv").write_text(to_csv(rows, columns), encoding="utf-8")
     (out / "manifest.json").write_text(json.dumps(manifest(job), indent=2) + "\n", encoding="utf-8")
@@ -142,6 +155,7 @@ def manifest(job: Job) -> dict[str, Any]:
         "job": job.source,
         "job_sha256": job.sha256,
         "command": shlex.join(["crashlab", *sys.argv[1:]]),
+        "machine": f"{platform.system()} {platform.machine()}, {os.cpu_count()} cores",
         "python": sys.version.split()[0],
         "dependencies": dependency_versions(),
     }

@@ -13,8 +13,8 @@ whole, to keep the scenarios of different variants or fault settings apart.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Hashable, Iterable
+from dataclasses import dataclass, field
 
 from crashlab.protocols.death import Choice
 from crashlab.protocols.outcome import Failure, Outcome, failure
@@ -38,11 +38,16 @@ class Window:
     #: A window at one crash point may span instead the states its death leaves (where a late request
     #: lands): their choices, "~1 to ~13"; "" for a span of crash points.
     states: str = ""
+    #: Its scenarios, in the order swept: what a receipt records of each (its ID, its deaths, its outcome).
+    members: tuple[ScenarioResult, ...] = field(default=(), compare=False, repr=False)
 
 
 def said(outcome: Outcome) -> str:
-    """A failure as a short phrase: "A made twice, C lost"."""
+    """A failure as a short phrase: "A made twice, C lost"; questions alone (a window of `windows(asked=True)`),
+    "asked a person twice"."""
     o = outcome
+    if failure(o) is None and o.asks:
+        return f"asked a person {'once' if o.asks == 1 else 'twice' if o.asks == 2 else f'{o.asks} times'}"
     parts = [f"{effect} made {'twice' if n == 1 else f'{n + 1} times'}" for effect, n in o.dups.items()]
     parts += [f"{effect} lost" for effect in o.missing]
     if o.wrong:
@@ -64,7 +69,7 @@ class _Open:
     """A window still growing: it takes the next crash point of its group if that fails the same way."""
 
     order: int  # where its first scenario came in the stream: windows are listed in that order
-    failure: Failure
+    failure: Hashable
     index: int  # its last crash index
     window: Window
     group: Group  # its last scenario's
@@ -72,7 +77,8 @@ class _Open:
     def take(self, s: ScenarioResult) -> None:
         self.index = s.crashes[-1]
         w = self.window
-        self.window = Window(w.earlier, w.first, s.points[-1], w.first_id, s.id, w.scenarios + 1, w.failure)
+        self.window = Window(w.earlier, w.first, s.points[-1], w.first_id, s.id, w.scenarios + 1, w.failure,
+                             members=(*w.members, s))
 
 
 def _group(s: ScenarioResult) -> Group:
@@ -83,8 +89,16 @@ def _group(s: ScenarioResult) -> Group:
     return head, s.crashes[:-1], s.choices
 
 
-def windows(scenarios: Iterable[ScenarioResult]) -> list[Window]:
-    """The failing scenarios, grouped into windows, in the order of each window's first scenario.
+def harm(outcome: Outcome, asked: bool) -> Hashable | None:
+    """What a window's scenarios share: their failure; with `asked`, where they did not fail, how many questions
+    they put to a person (the ladder working as meant, but a cost a report shows beside the failures)."""
+    failed = failure(outcome)
+    return ("asked", outcome.asks) if failed is None and asked and outcome.asks else failed
+
+
+def windows(scenarios: Iterable[ScenarioResult], asked: bool = False) -> list[Window]:
+    """The failing scenarios, grouped into windows, in the order of each window's first scenario; with `asked`,
+    the scenarios that asked a person and did not fail too, in windows of their own.
 
     `scenarios` may be a stream in sweep order; only the open window of each group is held while it
     grows. Every failing scenario lands in exactly one window; a scenario with no crash at all (a fault
@@ -93,10 +107,11 @@ def windows(scenarios: Iterable[ScenarioResult]) -> list[Window]:
     done: list[_Open] = []
     growing: dict[Group, _Open] = {}
     for order, s in enumerate(scenarios):
-        failed = failure(s.outcome)
+        failed = harm(s.outcome, asked)
         if not s.crashes:
             if failed is not None:
-                done.append(_Open(order, failed, 0, Window((), "", "", s.id, s.id, 1, said(s.outcome)), _group(s)))
+                done.append(_Open(order, failed, 0, Window((), "", "", s.id, s.id, 1, said(s.outcome),
+                                                                members=(s,)), _group(s)))
             continue
         group = _group(s)
         current = growing.get(group)
@@ -107,7 +122,7 @@ def windows(scenarios: Iterable[ScenarioResult]) -> list[Window]:
             done.append(growing.pop(group))
         if failed is not None:
             point = s.points[-1]
-            window = Window(s.points[:-1], point, point, s.id, s.id, 1, said(s.outcome))
+            window = Window(s.points[:-1], point, point, s.id, s.id, 1, said(s.outcome), members=(s,))
             growing[group] = _Open(order, failed, s.crashes[-1], window, group)
     done += growing.values()
     return _across_states(sorted(done, key=lambda window: window.order))
@@ -123,7 +138,7 @@ def _across_states(done: list[_Open]) -> list[Window]:
                 _next_state(last, this):
             w, first = last.window, this.group[2][-1][-1] - last.window.scenarios
             last.window = Window(w.earlier, w.first, w.last, w.first_id, this.window.last_id, w.scenarios + 1,
-                                 w.failure, f"~{first} to ~{this.group[2][-1][-1]}")
+                                 w.failure, f"~{first} to ~{this.group[2][-1][-1]}", (*w.members, *this.window.members))
             last.group = this.group
         else:
             joined.append(this)
