@@ -57,9 +57,12 @@ def explain(scenario: str, job_spec: str, loop: str | None, commands: tuple[str,
     --repeat N it runs the scenario N times, and for a flaky one (its runs differ) tells every
     outcome they came to, with how many came to each.
     """
+    if loop is not None and commands:
+        raise BadInput(f"--command and --loop {loop} both name the loop to explain: give one")
     if loop is not None or commands:
-        setups = command_setups(commands, effects_file, tracker, None) if commands and loop is None else \
-            your_setups(loop or "", effects_file, tracker, None, scheduled)
+        named = click.get_current_context().get_parameter_source("job_spec") is not click.core.ParameterSource.DEFAULT
+        setups = command_setups(commands, effects_file, tracker, None, job=open_job(job_spec) if named else None) \
+            if commands else your_setups(loop or "", effects_file, tracker, None, scheduled)
         runs, calls = stories.find_repeats(scenario, setups[0].job, {s.variant.slug: s.variant for s in setups},
                                            repeat)
     elif effects_file is not None or tracker is not None or scheduled:

@@ -18,6 +18,7 @@ from crashlab.protocols.scenario import Setup
 from crashlab.protocols.variant import Variant
 from crashlab.runners import RunnerSpec
 from crashlab.world import TRACKER_MODES
+from crashlab.world.effects import of_job
 
 DEFAULT_JOB = "triage"
 FORMATS = ("table", "json", "csv")
@@ -106,11 +107,13 @@ def your_setups(loop: str, effects_file: str | None, tracker: str | None, varian
 
 
 def command_setups(commands: tuple[str, ...], effects_file: str | None, tracker: str | None, variant: str | None,
-                   state_in_run_dir: bool = False) -> list[Setup]:
-    """`--command CMD --effects FILE`: your agent as a program, a row for each command."""
-    if effects_file is None:
-        raise BadInput("--command needs --effects FILE: what your agent means to do once each, by what it is "
-                       "(A: {issue: TITLE}, C: {comment: A})")
+                   state_in_run_dir: bool = False, job: Job | None = None) -> list[Setup]:
+    """`--command CMD --effects FILE`: your agent as a program, a row for each command; with `job` (`--job`), the
+    job whose model crashlab serves it at OPENAI_BASE_URL and ANTHROPIC_BASE_URL, whose changing calls are its
+    effects unless --effects says otherwise."""
+    if effects_file is None and job is None:
+        raise BadInput("--command needs --effects FILE (what your agent means to do once each, by what it is: "
+                       "A: {issue: TITLE}, C: {comment: A}), or --job JOB, whose model crashlab then serves it")
     if variant is not None:
         raise BadInput("--variant names crashlab's variants; --command names your program (drop --variant)")
     if tracker is not None and tracker not in TRACKER_MODES:
@@ -121,8 +124,8 @@ def command_setups(commands: tuple[str, ...], effects_file: str | None, tracker:
         if name in [n for n, _ in programs[:k]]:
             raise BadInput(f"two --command rows are named {name!r}: name them, as --command plain='python agent.py' "
                            "--command keyed='python agent.py --keyed'")
-    effects = yours.read_effects(effects_file)
-    return [yours.setup(entry, effects, name=name, tracker=tracker or "keyed", job=programs[0][0],
+    effects = yours.read_effects(effects_file) if effects_file is not None else of_job(job) if job else ()
+    return [yours.setup(entry, effects, name=name, tracker=tracker or "keyed", job=job or programs[0][0],
                         state_in_run_dir=state_in_run_dir) for name, entry in programs]
 
 
@@ -137,7 +140,9 @@ def choose(job_spec: str, loop: str | None, variant: str | None, tracker: str | 
         if scheduled:
             raise BadInput("--scheduled schedules the threads of a loop crashlab runs in Python; a program's threads "
                            "are its own (drop --scheduled)")
-        setups = command_setups(commands, effects_file, tracker, variant, state_in_run_dir)
+        named = click.get_current_context().get_parameter_source("job_spec") is not click.core.ParameterSource.DEFAULT
+        setups = command_setups(commands, effects_file, tracker, variant, state_in_run_dir,
+                                open_job(job_spec) if named else None)
         return setups[0].job, [s.variant for s in setups]
     if loop is not None and yours.is_yours(loop):
         if click.get_current_context().get_parameter_source("job_spec") is not click.core.ParameterSource.DEFAULT:

@@ -252,8 +252,11 @@ def replay_command(job_spec: str, loop: str | None, effects_file: str | None,
                    tracker: str | None, repeat: int = 1, scheduled: bool = False,
                    commands: tuple[str, ...] = ()) -> Callable[[str], str]:
     """The command that replays a scenario of this sweep, and tells its story (as often as the sweep ran it)."""
-    if commands and effects_file is not None:
-        options = " ".join(f"--command {shlex.quote(c)}" for c in commands) + f" --effects {shlex.quote(effects_file)}"
+    if commands:
+        options = " ".join(f"--command {shlex.quote(c)}" for c in commands)
+        named = click.get_current_context().get_parameter_source("job_spec") is not click.core.ParameterSource.DEFAULT
+        options += f" --job {shlex.quote(job_spec)}" if named else ""
+        options += f" --effects {shlex.quote(effects_file)}" if effects_file is not None else ""
         options += f" --tracker {shlex.quote(tracker)}" if tracker is not None else ""
     elif loop is not None and effects_file is not None and ":" in loop:
         options = f"--loop {shlex.quote(loop)} --effects {shlex.quote(effects_file)}"

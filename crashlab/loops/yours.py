@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import inspect
+import os
 import re
 import shlex
 import shutil
@@ -82,7 +83,7 @@ def program(command: str) -> tuple[str, Program]:
     if not argv:
         raise BadInput("--command names no program: give the command that runs your agent, e.g. "
                        "--command 'python agent.py'")
-    argv = [str(Path(arg).resolve()) if ("/" in arg or k > 0) and Path(arg).is_file() else arg
+    argv = [os.path.abspath(arg) if ("/" in arg or k > 0) and Path(arg).is_file() else arg  # a venv's link kept
             for k, arg in enumerate(argv)]
     if shutil.which(argv[0]) is None:
         raise BadInput(f"--command {shown(command)}: no program {argv[0]!r} here (not a file, nor on PATH)")
@@ -154,9 +155,10 @@ def read_effects(path: str) -> tuple[Effect, ...]:
 
 
 def setup(entry: Entry, effects: Iterable[str] | Mapping[str, Any] | Iterable[Effect], *, name: str = "loop",
-          tracker: TrackerMode = "keyed", job: str | None = None, service: YourService | None = None,
+          tracker: TrackerMode = "keyed", job: str | Job | None = None, service: YourService | None = None,
           scheduled: bool = False, state_in_run_dir: bool = False) -> Setup:
-    """Your loop as crashlab runs it: a variant of its own, on a job of no turns (your loop is its own script).
+    """Your loop as crashlab runs it: a variant of its own, on a job of no turns (your loop is its own script), or,
+    for a program that asks crashlab's model, on `job`, the `Job` whose model the service plays.
 
     `effects` are what it means to do, once each: the effects by what they are (a mapping, as the
     YAML file has it, or `Effect` values), for a loop whose tools call crashlab's service (or
@@ -200,5 +202,7 @@ def setup(entry: Entry, effects: Iterable[str] | Mapping[str, Any] | Iterable[Ef
     variant = Variant(name, name, name, entry, tracker=tracker, table="loop", runners=frozenset({"forked"}),
                       keeps_checkpoint=False, kept_in_directory=state_in_run_dir, on_its_word=state_in_run_dir,
                       effects=names, service=served, stands_in=service, scheduled=scheduled)
+    if isinstance(job, Job):
+        return Setup(variant, job)
     job = job or name
     return Setup(variant, Job(job, f"{job}-run-1", (Turn(answer="done"),), source=job))

@@ -28,6 +28,7 @@ from crashlab.protocols.death import Choice, Left
 from crashlab.protocols.fault import Faults, parse_tags
 from crashlab.protocols.outcome import Outcome, outcome_of
 from crashlab.protocols.points import Event, Recorder, Where, named
+from crashlab.protocols.run import Program
 from crashlab.protocols.variant import Variant
 from crashlab.world import World
 
@@ -271,6 +272,10 @@ def check_finished(points: Recorder, store: Store) -> Checkpoint:
 def check_once(run: ScenarioRun) -> None:
     """The uninterrupted run, with nothing broken, makes each intended effect exactly once and nothing else:
     a loop that does not (an empty loop, a misspelt effect, an effect made twice) has no table to count against."""
+    if isinstance(run.setup.variant.entry, Program) and run.setup.job.calls and not run.world.model.calls:
+        raise BadInput(f"{run.setup.variant.slug}: its uninterrupted run never asked crashlab's model, which plays job "
+                       f"{run.setup.job.name}: point its client at OPENAI_BASE_URL (or ANTHROPIC_BASE_URL), as the "
+                       "official SDKs do, or sweep it without --job")
     outcome = run.outcome(run.world.model.calls)
     wrong = [f"{effect} {n + 1} times" for effect, n in outcome.dups.items()]
     wrong += [f"{effect} not at all" for effect in outcome.missing]

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from crashlab.durable.store import FileStore
-from crashlab.errors import HarnessError
+from crashlab.errors import BadInput, HarnessError
 from crashlab.lifeline import dies_with
 from crashlab.protocols.death import Choice, Left, NoSuchChoice
 from crashlab.protocols.fault import Serving
@@ -146,6 +146,10 @@ def _watch(points: Recorder, child: Child, loop: socket.socket, service: socket.
         if "where" in message:
             where = Where(*message["where"])
         kind, label = str(message.get("kind", "")), str(message.get("label", ""))
+        if kind == "off-script":  # the program asked the model what its job does not say: no scenario to count
+            child.end()
+            raise OffScript(f"{scenario}: the program's conversation left its job's script: "
+                            f"{dict(message.get('detail') or {}).get('why', '')}")
         if kind != "point":
             points.events.append(Event(points.process, kind, label, where, 0, dict(message.get("detail") or {})))
         crash_point = label if kind == "point" else message.get("point")
@@ -237,6 +241,11 @@ def _exec(program: Program, directory: Path, line: socket.socket, env: Mapping[s
     except OSError as error:
         control.send(line, {"kind": "end", "ended": f"cannot start {program}: {error.strerror or error}"})
     return 127
+
+
+class OffScript(BadInput):
+    """A program that asked crashlab's model what its job does not say: its job, or its tools, are not the ones
+    the sweep was given."""
 
 
 class LoopFailed(HarnessError):
@@ -344,7 +353,10 @@ class Outside:
         self.setup, self.services, self.choices = setup, services, choices
         self.stand: YourService | None = setup.variant.stands_in
         self.serving = setup.faults.serving()
-        self.service = None if self.stand is not None else services.reset(setup.variant.tracker, self.serving)
+        #: The job whose model the service plays, at /v1, for a program that asks it (a job with calls).
+        self.plays = setup.job.source if isinstance(setup.variant.entry, Program) and setup.job.calls else None
+        self.service = None if self.stand is not None else \
+            services.reset(setup.variant.tracker, self.serving, self.plays)
         if self.stand is not None:
             self.stand.reset()
 
@@ -373,13 +385,13 @@ class Outside:
             landing.after_end(points)
         if not returned and self.serving.dies:  # the service dies with the loop, and starts again
             self.service.kill()
-            self.service = self.services.restart(self.setup.variant.tracker, self.serving)
+            self.service = self.services.restart(self.setup.variant.tracker, self.serving, self.plays)
         return returned
 
     @property
     def database(self) -> Path:
         """The service's file: read for a snapshot, written to restore one."""
-        return self.services.places[(self.setup.variant.tracker, self.serving)] / SERVICE_FILE
+        return self.services.places[(self.setup.variant.tracker, self.serving, self.plays)] / SERVICE_FILE
 
     def dump(self) -> Dump:
         """What the service has committed, row by row."""
@@ -422,23 +434,24 @@ class Services:
     """
 
     def __init__(self) -> None:
-        self.running: dict[tuple[str, Serving], ServiceProcess] = {}
-        self.places: dict[tuple[str, Serving], Path] = {}
+        self.running: dict[tuple[str, Serving, str | None], ServiceProcess] = {}
+        self.places: dict[tuple[str, Serving, str | None], Path] = {}
         self.root = scratch("service")
 
-    def reset(self, tracker: str, serving: Serving) -> ServiceProcess:
-        service = self.running.get((tracker, serving)) or self.restart(tracker, serving)
+    def reset(self, tracker: str, serving: Serving, plays: str | None = None) -> ServiceProcess:
+        service = self.running.get((tracker, serving, plays)) or self.restart(tracker, serving, plays)
         service.reset()
         return service
 
-    def restart(self, tracker: str, serving: Serving) -> ServiceProcess:
-        """A service process over the database of this way of serving: the first, or one after a death."""
-        way = (tracker, serving)
+    def restart(self, tracker: str, serving: Serving, plays: str | None = None) -> ServiceProcess:
+        """A service process over the database of this way of serving: the first, or one after a death; with
+        `plays`, a job whose model it plays too."""
+        way = (tracker, serving, plays)
         if way not in self.places:
             self.places[way] = Path(tempfile.mkdtemp(dir=self.root))
         self.running[way] = ServiceProcess.start(self.places[way], tracker=tracker, commit=serving.commit,
                                                  steps=serving.steps, wrong_at=serving.wrong_at,
-                                                 no_reply=serving.no_reply, late=serving.late)
+                                                 no_reply=serving.no_reply, late=serving.late, job=plays)
         return self.running[way]
 
     def __enter__(self) -> Services:
