@@ -194,6 +194,28 @@ def test_a_loop_that_keeps_its_state_outside_its_run_directory_is_refused_not_tr
     assert code == 0 and json.loads(out)[0]["with_dups"] == 5
 
 
+@pytest.mark.parametrize("ending, says", [
+    ("sys.exit(main())", "it called sys.exit(None) as it was imported"),
+    ("sys.exit(0)", "it called sys.exit(0) as it was imported"),
+    ("sys.exit('usage: loop.py')", "it called sys.exit('usage: loop.py') as it was imported"),
+    ("raise GeneratorExit('odd')", "GeneratorExit: odd"),
+])
+def test_a_loop_file_that_exits_as_it_is_imported_is_refused_not_passed(cli, tmp_path, ending, says):
+    """`sys.exit(main())` at a script's end ended crashlab with exit 0 and no output: a CI step passed."""
+    (tmp_path / "script.py").write_text(f"import sys\n\ndef main():\n    pass\n\n{ending}\n")
+    code, out, err = cli("sweep", "--loop", f"{tmp_path}/script.py:main", "--effects", EFFECTS)
+    assert (code, out) == (2, "") and err.count("\n") == 1, err
+    assert f"script.py failed: {says}" in err
+
+
+def test_a_loop_file_that_is_not_python_is_refused_in_one_line(cli, tmp_path):
+    """It was an AssertionError's traceback."""
+    (tmp_path / "loop.txt").write_text("def main():\n    pass\n")
+    code, out, err = cli("sweep", "--loop", f"{tmp_path}/loop.txt:main", "--effects", EFFECTS)
+    assert (code, out) == (2, "") and err.count("\n") == 1, err
+    assert "' is not a Python file: a loop of yours is FILE.py:ENTRY or MODULE:ENTRY" in err
+
+
 def test_a_loop_file_that_fails_to_import_is_named_with_its_error(cli, tmp_path):
     (tmp_path / "broken.py").write_text("import json\nraise RuntimeError('no config')\n")
     code, _, err = cli("sweep", "--loop", f"{tmp_path}/broken.py:main", "--effects", EFFECTS)

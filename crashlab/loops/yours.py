@@ -82,8 +82,13 @@ def _bare(entry: Callable[[], object], run: Run) -> object:
 
 
 def _import(where: str) -> Any:
+    """The module `where` names, imported; whatever its import raises (a `sys.exit(main())` at its end, a
+    `SystemExit` that would end crashlab with its code and no word) is refused in one line. Only Ctrl-C goes on."""
     path = Path(where)
     if where.endswith(".py") or "/" in where:
+        if path.suffix != ".py":
+            raise BadInput(f"--loop: {shown(where)} is not a Python file: a loop of yours is FILE.py:ENTRY or "
+                           "MODULE:ENTRY")
         if not path.is_file():
             raise BadInput(f"--loop: no file {shown(where)}")
         folder = str(path.resolve().parent)
@@ -91,19 +96,33 @@ def _import(where: str) -> Any:
             sys.path.insert(0, folder)
         name = path.stem
         spec = importlib.util.spec_from_file_location(name, path)
-        assert spec is not None and spec.loader is not None
+        if spec is None or spec.loader is None:
+            raise BadInput(f"--loop: {shown(where)} cannot be imported as a Python file")
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module  # so a pool's worker can unpickle the entry point by its module
         try:
             spec.loader.exec_module(module)
-        except Exception as error:
+        except KeyboardInterrupt:
             sys.modules.pop(name, None)
-            raise BadInput(f"--loop: importing {where} failed: {type(error).__name__}: {error}") from None
+            raise
+        except BaseException as error:
+            sys.modules.pop(name, None)
+            raise BadInput(f"--loop: importing {where} failed: {failure(error)}") from None
         return module
     try:
         return importlib.import_module(where)
-    except Exception as error:
-        raise BadInput(f"--loop: importing {where} failed: {type(error).__name__}: {error}") from None
+    except KeyboardInterrupt:
+        raise
+    except BaseException as error:
+        raise BadInput(f"--loop: importing {where} failed: {failure(error)}") from None
+
+
+def failure(error: BaseException) -> str:
+    """What an import raised, as one line; a `SystemExit` with what to do instead."""
+    if isinstance(error, SystemExit):
+        return (f"it called sys.exit({error.code!r}) as it was imported (call your main only under "
+                "if __name__ == '__main__':)")
+    return f"{type(error).__name__}: {error}"
 
 
 def read_effects(path: str) -> tuple[Effect, ...]:
