@@ -321,9 +321,10 @@ def hand_written():
      (["A", ""], "a non-empty list of effect names"),
      ({"A": "issue"}, "say what it is, {issue: TITLE} or {comment: EFFECT}"),
      (["A"], "it made records for B, C, which is no intended effect"),
-     (["A", "B"], "it made records for C, which is no intended effect")],
+     (["A", "B"], "it made records for C, which is no intended effect"),
+     (["A", "A", "B", "C"], "effects names A twice: each effect is made once, so name each once")],
     ids=["empty list", "empty tuple", "empty mapping", "a string", "a blank name", "a string as what", "two unlisted",
-         "one unlisted"],
+         "one unlisted", "one named twice"],
 )
 def test_effects_the_fixture_cannot_count_are_refused_in_one_line(crash_sweep, effects, message):
     """It reported 0 duplicates for a loop that made 4, given no effects; it split "issue" into letters."""
@@ -334,6 +335,15 @@ def test_effects_the_fixture_cannot_count_are_refused_in_one_line(crash_sweep, e
     with pytest.raises(BadInput) as refused:
         crash_sweep(partial(hand_written().triage, keyed=False), effects, name="plain", depth=1)
     assert message in str(refused.value) and "\n" not in str(refused.value)
+
+
+@pytest.mark.parametrize("entry", [None, "triage", 42], ids=["None", "a name", "a number"])
+def test_an_entry_that_is_no_function_is_refused_before_any_process_runs(crash_sweep, entry):
+    """It was caught only inside the forked child, as its first process failed: "'str' object is not callable"."""
+    from crashlab.errors import BadInput
+
+    with pytest.raises(BadInput, match=r"^the loop's entry is a function, entry\(run\) or entry\(\), not "):
+        crash_sweep(entry, ["A", "B", "C"], depth=1)
 
 
 def test_an_entry_a_worker_cannot_be_sent_is_refused_before_the_sweep(crash_sweep):

@@ -156,6 +156,9 @@ def setup(entry: Entry, effects: Iterable[str] | Mapping[str, Any] | Iterable[Ef
     it from copies of what each death left, each distinct state once; on its word, which each sweep checks first
     (`crashlab.engine.copies`).
     """
+    if not callable(entry):  # else found only in the forked child, as its first process fails
+        raise BadInput(f"the loop's entry is a function, entry(run) or entry(), not {shown(repr(entry))} (a "
+                       f"{type(entry).__name__})")
     if isinstance(effects, str):
         raise BadInput(f"effects is a list of effect names or a mapping of what each is, not the string {effects!r}")
     if not isinstance(name, str) or not re.fullmatch(r"[a-z][a-z0-9-]*", name := slug(name)):
@@ -175,6 +178,9 @@ def setup(entry: Entry, effects: Iterable[str] | Mapping[str, Any] | Iterable[Ef
             raise BadInput("effects names what your loop means to do, once each: a non-empty list of effect names, "
                            "or a mapping of each effect to what it is ({A: {issue: TITLE}, C: {comment: A}})")
     names = tuple(e.name for e in served) if served else tuple(str(e) for e in given)
+    if twice := sorted({n for k, n in enumerate(names) if n in names[:k]}):
+        raise BadInput(f"effects names {', '.join(twice)} twice: each effect is made once, so name each once (an "
+                       "effect made twice is a duplicate the sweep counts)")
     entry = entry if takes_run(entry) else partial(_bare, cast(Callable[[], object], entry))
     if service is not None:
         if not isinstance(service, YourService):
