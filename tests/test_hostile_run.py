@@ -112,8 +112,24 @@ def test_a_checkpoint_that_lies_about_a_result_is_refused(copy, lie):
 def test_a_checkpoint_put_back_from_an_older_copy_is_refused(copy):
     """A's marker only, but the tracker holds B's issue too: the restored checkpoint forgot B's attempt."""
     older, run_dir = copy("a-accepted"), copy("b-accepted")
-    shutil.copy(older / "checkpoint.json", run_dir / "checkpoint.json")
+    saved = json.loads((older / "checkpoint.json").read_bytes())
+    saved["run"] = json.loads((run_dir / "checkpoint.json").read_bytes())["run"]  # an older copy of the same run
+    (run_dir / "checkpoint.json").write_text(json.dumps(saved))
     assert_refused(*resume(run_dir), "tracker.sqlite holds issue #2 (B), of which", "checkpoint.json knows nothing")
+
+
+@pytest.mark.parametrize("name", ["b-accepted", "keyless-a-accepted"])
+def test_a_checkpoint_whose_run_id_is_not_its_trackers_is_refused(copy, name):
+    """A hand-edited run ID went unnoticed: the restart sent B again under a new key, and the tracker filed it twice."""
+    run_dir = copy(name)
+    saved = json.loads((run_dir / "checkpoint.json").read_bytes())
+    saved["run"] = "0" * 32
+    (run_dir / "checkpoint.json").write_text(json.dumps(saved))
+    before = files_in(run_dir) | {"lock": b""}
+    assert_refused(*resume(run_dir), f"{run_dir}/checkpoint.json is not {run_dir}/tracker.sqlite's: its run ID "
+                   f"'{'0' * 32}' did not make issue #1 (A) (its key is another run's)",
+                   "put back the run's own checkpoint, or use a new run directory")
+    assert files_in(run_dir) | {"lock": b""} == before  # but the pid in the lock
 
 
 # -- 2. records and no checkpoint ---------------------------------------------------------------
