@@ -151,6 +151,36 @@ def test_a_signal_stops_a_sweep_on_workers_at_once_and_ends_them(signum):
     assert not [w for w in workers if alive(w)]
 
 
+def pid_of(item: int) -> int:
+    return os.getpid()
+
+
+def test_an_interrupt_as_the_pool_shuts_down_stops_its_workers(monkeypatch):
+    """A Ctrl-C as a sweep's pool shut down, its work done, left a worker waiting for more: the exit waited on it
+    forever (1 in 90 Ctrl-Cs in the first half second of `crashlab sweep --variant keys`)."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    from crashlab.engine.parallel import on_pool
+
+    real = ProcessPoolExecutor.shutdown
+
+    def interrupted(self, wait: bool = True, **options) -> None:
+        if wait:
+            raise KeyboardInterrupt
+        real(self, wait=wait, **options)
+
+    monkeypatch.setattr(ProcessPoolExecutor, "shutdown", interrupted)
+    workers: set[int] = set()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            on_pool(2)(pid_of, [1, 2, 3, 4], workers.add)
+        assert workers and not [w for w in workers if alive(w)]
+    finally:
+        for worker in workers:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(worker, signal.SIGKILL)
+
+
 @pytest.mark.skipif(sys.platform != "linux", reason="reads /proc")
 def test_workers_die_with_their_sweep_when_it_is_killed():
     process, workers = busy_pool()
