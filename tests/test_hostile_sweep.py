@@ -181,6 +181,35 @@ def test_an_interrupt_as_the_pool_shuts_down_stops_its_workers(monkeypatch):
                 os.kill(worker, signal.SIGKILL)
 
 
+#: crashlab started as `python -m crashlab` or as the `crashlab` script does it, with a Ctrl-C as it imports MODULE.
+INTERRUPTED = """
+import os, signal, sys
+
+class Interrupt:
+    def find_spec(self, name, path=None, target=None):
+        if name == {module!r}:
+            sys.meta_path.remove(self)
+            os.kill(os.getpid(), signal.SIGINT)
+        return None
+
+sys.meta_path.insert(0, Interrupt())
+sys.argv = ["crashlab", "sweep", "--variant", "keys"]
+{start}
+"""
+STARTS = {"python -m crashlab": "import runpy; runpy.run_module('crashlab', run_name='__main__', alter_sys=True)",
+          "the crashlab script": "from crashlab.__main__ import main; sys.exit(main())"}
+
+
+@pytest.mark.parametrize("start", list(STARTS))
+@pytest.mark.parametrize("module", ["crashlab.errors", "click", "crashlab.cli.sweep", "crashlab.protocols.points"])
+def test_ctrl_c_while_crashlab_imports_is_one_line(start, module):
+    """A Ctrl-C in the first half second, as crashlab imports: a KeyboardInterrupt traceback through the imports."""
+    with as_from_a_terminal():
+        done = subprocess.run([sys.executable, "-c", INTERRUPTED.format(module=module, start=STARTS[start])], cwd=ROOT,
+                              capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stdout, done.stderr) == (128 + signal.SIGINT, "", "\naborted\n")  # ends ^C's line
+
+
 @pytest.mark.skipif(sys.platform != "linux", reason="reads /proc")
 def test_workers_die_with_their_sweep_when_it_is_killed():
     process, workers = busy_pool()
