@@ -389,9 +389,27 @@ def test_a_reader_that_goes_away_ends_the_run_without_a_traceback(tmp_path):
         process = subprocess.Popen([sys.executable, "-m", "crashlab", "run", TRIAGE, "--dir", run_dir, "--person",
                                     "auto"], cwd=ROOT, stdout=subprocess.PIPE, stderr=errors)
         process.stdout.close()  # as `| head -0` does: nothing will ever read the output
-        assert process.wait(timeout=30) in (0, 1)
+        assert process.wait(timeout=30) in (0, 141)  # 0 if it wrote all it says before it saw the pipe closed
     assert "Traceback" not in (tmp_path / "stderr").read_text()
     assert resume(Path(run_dir))[0] == 0
+
+
+def test_a_run_whose_stderr_reader_goes_away_stops_quietly_with_sigpipes_code_and_resumes(tmp_path):
+    """`crashlab run ... 2>&1 | head`: it exited 1 (a check that did not hold) with no word; now 141, a death by
+    SIGPIPE's, as Ctrl-C's is 130. What it did stands, and the next run finishes it, each effect once."""
+    run_dir = tmp_path / "run"
+    process = subprocess.Popen([sys.executable, "-m", "crashlab", "run", TRIAGE, "--dir", str(run_dir), "--person",
+                                "auto", "--pace", "0.05"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True)
+    assert process.stderr is not None and process.stdout is not None
+    while not process.stderr.readline().startswith("point 12 "):  # A's issue made, its result being saved
+        pass
+    process.stderr.close()
+    assert (process.stdout.read(), process.wait(timeout=30)) == ("", 141)
+    assert json.loads((run_dir / "checkpoint.json").read_text())["answer"] is None  # stopped on its way
+    code, out, err = resume(run_dir)
+    assert code == 0, err
+    assert out.splitlines()[-1] == "the tracker holds issue #1 (A), issue #2 (B), comment #1 on #1 (C)"
 
 
 # -- 14. what a run accepted without a word -----------------------------------------------------
