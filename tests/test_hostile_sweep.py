@@ -334,6 +334,48 @@ def test_the_scratch_a_killed_sweep_left_is_removed_by_the_next():
     shutil.rmtree(living)
 
 
+#: A sweep in another PID namespace, as this one sees it: it makes its scratch directory, which it holds while it
+#: lives, named for a PID that is dead here (or alive: it says nothing either way), and says where it is.
+ELSEWHERE = """
+import os, sys, time
+from pathlib import Path
+from crashlab.scratch import scratch
+
+made = scratch("loop")
+(made / "world.sqlite").write_bytes(b"its work")
+named = made.with_name(f"crashlab-loop-pid{sys.argv[1]}-elsewhere")
+made.rename(named)  # the lock is the directory's, whatever its name
+print(named, flush=True)
+time.sleep(60)
+"""
+
+
+def dead_pid() -> int:
+    ended = subprocess.Popen(["true"])
+    ended.wait()
+    return ended.pid
+
+
+@pytest.mark.parametrize("named_for", ["a dead process", "a living one"])
+def test_scratch_held_by_a_sweep_elsewhere_is_kept_and_removed_once_it_ends(named_for):
+    """Clean-up decided by PID: a sweep in another PID namespace sharing /dev/shm deleted a running sweep's files,
+    named for a PID dead in its own. Only a directory whose lock no process holds is stale, whatever its name says."""
+    from crashlab.scratch import remove, scratch
+
+    pid = dead_pid() if named_for == "a dead process" else os.getpid()
+    other = subprocess.Popen([sys.executable, "-c", ELSEWHERE, str(pid)], cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    try:
+        assert other.stdout is not None
+        theirs = Path(other.stdout.readline().strip())
+        remove(scratch("probe"))  # this sweep's clean-up, as it makes a directory
+        assert (theirs / "world.sqlite").read_bytes() == b"its work"
+    finally:
+        other.kill()
+        other.wait()
+    remove(scratch("probe"))  # its maker gone, however it died: nothing holds it
+    assert not theirs.exists()
+
+
 def cli_sweep() -> int:
     return subprocess.run([sys.executable, "-m", "crashlab", "sweep", "--variant", "keys", "--job", "read-only",
                            "--store", "files"], cwd=ROOT, capture_output=True, timeout=60).returncode

@@ -49,7 +49,7 @@ from crashlab.runners.group import die as group_die
 from crashlab.runners.group import stop as group_stop
 from crashlab.runners.served import RUN_DIR, LoopFailed, Outside, Services, ended_by, served_world
 from crashlab.runners.turns import turns
-from crashlab.scratch import scratch
+from crashlab.scratch import remove, scratch
 from crashlab.world import World, WorldState
 from crashlab.world.sqlite import (
     TRACKER_FILE,
@@ -553,7 +553,7 @@ def directories() -> Iterator[Fresh]:
             yield fresh
         finally:
             mounted.close()
-            shutil.rmtree(root, ignore_errors=True)
+            remove(root)
 
 
 _empty: bytes = b""

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import os
 import select
-import shutil
 import signal
 import socket
 import tempfile
@@ -41,7 +40,7 @@ from crashlab.protocols.runner import TIME_LIMIT
 from crashlab.protocols.scenario import Setup
 from crashlab.runners.group import Boundary, Child, Hung, Outlived
 from crashlab.runners.turns import turns
-from crashlab.scratch import scratch
+from crashlab.scratch import remove, scratch
 from crashlab.service import control
 from crashlab.service.process import ServiceProcess
 from crashlab.service.store import SERVICE_FILE, Dump, dump, load
@@ -399,6 +398,6 @@ class Services:
         # Killed, not stopped: their databases are scratch, and a stop waits out uvicorn's shutdown, 0.3 s each.
         for service in self.running.values():
             service.kill()
-        shutil.rmtree(self.root, ignore_errors=True)
+        remove(self.root)
 
 
