@@ -6,6 +6,8 @@ their folder in ``CRASHLAB_RUN_DIR``, and the harness recognises their effects b
 
 import json
 import re
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -214,6 +216,23 @@ def test_a_loop_file_that_is_not_python_is_refused_in_one_line(cli, tmp_path):
     code, out, err = cli("sweep", "--loop", f"{tmp_path}/loop.txt:main", "--effects", EFFECTS)
     assert (code, out) == (2, "") and err.count("\n") == 1, err
     assert "' is not a Python file: a loop of yours is FILE.py:ENTRY or MODULE:ENTRY" in err
+
+
+def test_each_process_runs_in_its_run_directory_and_the_user_s_file_of_the_same_name_survives(tmp_path):
+    """A loop that keeps progress.json at a relative path wrote it into the user's working directory: it overwrote
+    the user's own file, and each scenario resumed from the one before's."""
+    loop = (tmp_path / "loop.py")
+    loop.write_text(LOOP.replace('Path(os.environ["CRASHLAB_RUN_DIR"]) / "done.json"', 'Path("progress.json")')
+                    .format(steps=repr([("A", "One"), ("B", "Two")])))
+    (tmp_path / "effects.yaml").write_text("A: {issue: One}\nB: {issue: Two}\n")
+    (tmp_path / "progress.json").write_text("the user's own")
+    done = subprocess.run([sys.executable, "-m", "crashlab", "sweep", "--loop", "loop.py:keyed", "--effects",
+                           "effects.yaml", "--depth", "1", "--format", "json"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    (row,) = json.loads(done.stdout)
+    assert row["scenarios"] > 0 and (row["dups"], row["missing"]) == (0, 0)
+    assert (tmp_path / "progress.json").read_text() == "the user's own"
 
 
 def test_a_loop_file_that_fails_to_import_is_named_with_its_error(cli, tmp_path):

@@ -386,6 +386,7 @@ def _child(setup: Setup, parent: Recorder, directory: Path, env: Mapping[str, st
         points.start_process()
         if env is not None:  # a service of yours: where it is, and where the loop keeps its files
             os.environ.update({**env, RUN_DIR: str(directory)})
+        os.chdir(directory)  # a file the loop names by a relative path is its run's, not one of the user's
         life_in(directory, setup, points)
         trace.end(points.events, "returned")
     except BaseException as error:

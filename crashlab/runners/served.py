@@ -218,6 +218,7 @@ def _child(setup: Setup, scenario: str, process: int, directory: Path, line: soc
     """One process of the scenario: the loop, told where its service and its directory are."""
     os.environ.update(env)
     os.environ[RUN_DIR] = str(directory)
+    os.chdir(directory)  # a file the loop names by a relative path is its run's, not one of the user's
     points = TellingRecorder(line, scenario, process)
     points.start_process()
     try:
