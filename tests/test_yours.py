@@ -235,6 +235,49 @@ def test_each_process_runs_in_its_run_directory_and_the_user_s_file_of_the_same_
     assert (tmp_path / "progress.json").read_text() == "the user's own"
 
 
+#: LOOP, keyed, that prints as it goes: 20 MB on stdout first, a line on stderr, and a line per issue it files.
+PRINTS = """
+import sys
+from loop import keyed
+
+
+def main():
+    sys.stdout.write(("y" * 1023 + "\\n") * 20 * 1024)
+    print("warning: \\x1b[31mno config\\x1b[0m, using defaults", file=sys.stderr)
+    keyed()
+    print("filed A and B")
+"""
+
+
+@pytest.mark.parametrize("fmt", ["json", "csv", "table"])
+def test_what_a_loop_prints_is_kept_apart_from_the_table_and_told_by_explain(tmp_path, fmt):
+    """A loop's print() went into crashlab's own stdout: `--format json` was no JSON, and a loop that printed
+    20 MB a process wrote it all there."""
+    loop_file(tmp_path, [("A", "One"), ("B", "Two")])
+    (tmp_path / "printing.py").write_text(PRINTS)
+    (tmp_path / "effects.yaml").write_text("A: {issue: One}\nB: {issue: Two}\n")
+    loop = ["--loop", "printing.py:main", "--effects", "effects.yaml"]
+    done = subprocess.run([sys.executable, "-m", "crashlab", "sweep", *loop, "--depth", "1", "--format", fmt],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert len(done.stdout) < 2000 and "yyy" not in done.stdout + done.stderr and "no config" not in done.stderr
+    if fmt == "json":
+        assert json.loads(done.stdout)[0]["variant"] == "main"
+    elif fmt == "csv":
+        assert done.stdout.splitlines()[1].startswith("main,")
+    else:
+        assert "| main " in done.stdout
+    told = subprocess.run([sys.executable, "-m", "crashlab", "explain", "main:1", *loop], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    assert told.returncode == 0, told.stderr[-2000:]
+    assert told.stdout.count("printed on stdout: 20,971,520 bytes; its last 10 lines:") == 1  # the first process's
+    assert "printed on stdout: 20,971,534 bytes; its last 10 lines:" in told.stdout  # the restart filed, and said so
+    assert "        | filed A and B\n" in told.stdout and "        | " + "y" * 199 + "…\n" in told.stdout
+    assert "printed on stderr: 44 bytes, its last line:\n        | warning: \\x1b[31mno config\\x1b[0m, using " \
+           "defaults\n" in told.stdout
+    assert len(told.stdout) < 20_000
+
+
 def test_a_loop_file_that_fails_to_import_is_named_with_its_error(cli, tmp_path):
     (tmp_path / "broken.py").write_text("import json\nraise RuntimeError('no config')\n")
     code, _, err = cli("sweep", "--loop", f"{tmp_path}/broken.py:main", "--effects", EFFECTS)

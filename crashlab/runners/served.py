@@ -39,6 +39,7 @@ from crashlab.protocols.run import Run
 from crashlab.protocols.runner import TIME_LIMIT
 from crashlab.protocols.scenario import Setup
 from crashlab.runners.group import Boundary, Child, Hung, Outlived
+from crashlab.runners.output import Output, flush
 from crashlab.runners.turns import turns
 from crashlab.scratch import remove, scratch
 from crashlab.service import control
@@ -92,11 +93,12 @@ def live_served(setup: Setup, points: Recorder, directory: Path, service: Servic
     leads a process group (`Boundary`), which every kill takes whole, and which is killed when it ends;
     `LoopFailed`, hung, past `limit` seconds.
     With `stopped`, at each point it passes alive, the harness stops the group, as a death would take it,
-    runs `stopped()`, and lets it go on."""
+    runs `stopped()`, and lets it go on. What it prints is kept apart (`crashlab.runners.output`), noted in `points`."""
     assert service.control is not None, "a sweep's service has a control line"
     ours, theirs = socket.socketpair()
     parent = os.getpid()
     boundary = Boundary.new()
+    output = Output()
     pid = os.fork()
     if pid == 0:  # the child: it never returns from here
         status = 1
@@ -105,18 +107,24 @@ def live_served(setup: Setup, points: Recorder, directory: Path, service: Servic
             dies_with(parent, signal.SIGKILL)
             ours.close()
             service.control.close()
+            output.redirect()
             _child(setup, points.scenario, points.process - 1, directory, theirs, service.env())
             status = 0
         finally:
+            flush()
             os._exit(status)
     theirs.close()
+    output.opened()
     child = Child(pid, limit, boundary)
     try:
         try:
-            return _watch(points, child, ours, service.control, dies, landing, stopped)
+            return _watch(points, child, ours, service.control, dies, landing, stopped, output)
         finally:
             child.end()
             ours.close()
+            output.drain()
+            output.close()
+            output.noted(points)
     except Hung as hung:
         raise LoopFailed(f"{points.scenario}: process {points.process}", str(hung)) from None
     except Outlived as outlived:
@@ -124,8 +132,9 @@ def live_served(setup: Setup, points: Recorder, directory: Path, service: Servic
 
 
 def _watch(points: Recorder, child: Child, loop: socket.socket, service: socket.socket, dies: bool,
-           landing: Landing | None, stopped: Callable[[], None] | None) -> bool:
-    """Take every event of the loop and the service until the loop's process ends, and kill it where told."""
+           landing: Landing | None, stopped: Callable[[], None] | None, output: Output) -> bool:
+    """Take every event of the loop and the service until the loop's process ends, and kill it where told; what it
+    prints, as it comes."""
     where = Where()
     target = points.crash_at[points.process - 1] if points.process <= len(points.crash_at) else 0
     scenario = f"{points.scenario}: process {points.process}"
@@ -169,14 +178,16 @@ def _watch(points: Recorder, child: Child, loop: socket.socket, service: socket.
         return None
 
     while True:
-        ready = child.ready([loop.fileno(), service.fileno()])
+        ready = child.ready([loop.fileno(), service.fileno(), *output.fds])
+        for printed in set(ready) & set(output.fds):
+            output.take(printed)
         if service.fileno() in ready:
             while select.select([loop], [], [], 0)[0]:  # what the loop told before it made the request
                 if (ended := from_loop()) is not None:
                     return ended
             if not take(control.receive(service), service):
                 return _ended({}, points, child, scenario)
-        elif (ended := from_loop()) is not None:
+        elif loop.fileno() in ready and (ended := from_loop()) is not None:
             return ended
 
 
