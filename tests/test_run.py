@@ -16,6 +16,7 @@ import pytest
 from crashlab import program
 from crashlab.durable.checkpoint import Checkpoint, TurnRecord
 from crashlab.job import Call, load_job
+from crashlab.loops.keys import key
 from crashlab.program import locked
 from crashlab.protocols.points import Recorder
 from crashlab.world.sqlite import Database, SqlitePerson, open_world
@@ -124,13 +125,14 @@ def test_the_person_on_the_terminal_sees_the_trackers_records_and_answers(cli, t
     job = load_job(TRIAGE)
     a = job.turns[0].calls[0]
     with Database(run_dir / "tracker.sqlite") as db:
-        open_world(db, job, Recorder(), "keyless").tracker.request(a, a.args, key="k")  # it did happen, as #1
+        sent = key("r", "A")  # what run r sends for A
+        open_world(db, job, Recorder(), "keyless").tracker.request(a, a.args, key=sent)  # it did happen, as #1
     died_after_a = Checkpoint.new("r").with_turn(TurnRecord.reply(1, job.turns[0].calls)).with_marker("A", 0.0)
     (run_dir / "checkpoint.json").write_bytes(died_after_a.to_json())
     monkeypatch.setattr("sys.stdin", io.StringIO("1\n"))
     code, out, err = cli("run", TRIAGE, "--dir", str(run_dir))
     assert code == 0, err
-    assert "  issue #1 (A)  key k  'Login fails on Safari'" in err
+    assert f"  issue #1 (A)  key {sent}  'Login fails on Safari'" in err
     assert "Did call A (create_issue) reach the tracker? Its number, or no (1, no) [1]:" in err
     assert out.splitlines()[-1] == "the tracker holds issue #1 (A), issue #2 (B), comment #1 on #1 (C)"
 
