@@ -56,3 +56,12 @@ class Flaky(HarnessError):
     not a count of the loop's design, and a script must not read a table of luck as a verdict (1, a
     check that did not hold, says the counts are sound and wrong).
     """
+
+
+class OutputGone(CrashlabError):
+    """Whoever read the output (or the crash points a run echoes on stderr) went away, and a write found its pipe
+    closed: nothing more can be said where no one reads, so the command line ends without a word, with the code a
+    death by SIGPIPE gives (128 + 13), as it gives 130 for Ctrl-C. A run stopped so resumes when run again; 1 would
+    say a check did not hold."""
+
+    exit_code = 141

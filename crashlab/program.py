@@ -30,6 +30,7 @@ from crashlab.job import Call, Job
 from crashlab.job.reader import shown
 from crashlab.loops import VARIANTS
 from crashlab.loops.agent import Agent
+from crashlab.loops.keys import key
 from crashlab.protocols.points import Recorder
 from crashlab.protocols.scenario import Setup
 from crashlab.runners.forked import KillingRecorder, life_in
@@ -259,7 +260,19 @@ def disagreement(files: RunDir, checkpoint: Checkpoint, records: list[Record]) -
         if record.call not in known:
             return (f"{files.world} holds {held(record)}, of which {files.checkpoint} knows nothing "
                     "(no marker, no result)")
+        if record.key is not None and record.key not in keys_of(checkpoint, record.call):
+            return (f"{files.checkpoint} is not {files.world}'s: its run ID {shown(checkpoint.run)} did not make "
+                    f"{held(record)} (its key is another run's), and resuming would send its calls again under new "
+                    "keys; put back the run's own checkpoint, or use a new run directory")
     return None
+
+
+def keys_of(checkpoint: Checkpoint, call: str) -> set[str]:
+    """Every key the checkpoint's run can have sent for `call`: one per generation it has reached. A record under
+    any other key was made by another run ID, as a checkpoint whose run ID was edited would have it."""
+    turn = next((t for t in checkpoint.turns if call in t.markers or call in t.results), None)
+    last = turn.generation(call) if turn is not None else 1
+    return {key(checkpoint.run, call, generation) for generation in range(1, last + 1)}
 
 
 def wrong_result(files: RunDir, call: Call, turn: TurnRecord, results: dict[str, Any],

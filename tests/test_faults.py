@@ -83,6 +83,17 @@ def test_sweep_fault_wrong_answer_prints_the_rows_and_refuses_what_it_cannot_do(
     assert first[-5:] == ["crashlab", "explain", first[0], "--job", "triage"]  # the ID alone replays it
 
 
+@pytest.mark.parametrize("args", [("--fault", "crash", "--fault", "wrong-answer", "--variant", "keys"),
+                                  ("--fault", "wrong-answer", "--variant", "keys,keys-markers", "--format", "json"),
+                                  ("--fault", "wrong-answer", "--variant", "keys", "--list", "dups")])
+def test_faults_that_make_no_scenario_are_said_not_shown_as_a_table_of_zeros(cli, args):
+    """A design that never asks a person gives a wrong answer nothing to break: its table was all zeros, exit 0."""
+    code, out, err = cli("sweep", *args)
+    assert (code, out) == (2, "") and err.count("\n") == 1, err
+    assert " makes no scenario of keys" in err and "in none of its crash scenarios does wrong-answer find anything " \
+        "to break, so the table would be all zeros" in err
+
+
 @pytest.mark.parametrize(("args", "said"), [
     (("--interleavings", "2"), "--interleavings bounds the schedules of --fault interleave: it needs --fault interleave"),
     (("--interleavings", "2", "--fault", "all"), "--fault all sweeps every fault at each of its settings"),

@@ -5,6 +5,9 @@ slow one sweeps a real runtime and checks the figures are the sweep's own.
 """
 
 import json
+import sys
+import types
+from dataclasses import replace
 
 import pytest
 
@@ -61,6 +64,38 @@ def test_a_runtime_that_is_not_installed_is_left_out_and_each_row_is_swept_at_ea
         ("here-plain", 1, 2), ("here-keyed", 0, 0)]
     printed = report.table(measured)
     assert printed.count("| here-plain") == 2 and 'Here: "at least once" (https://x)' in printed
+
+
+@pytest.fixture
+def partly_installed(monkeypatch) -> dict[str, Runtime]:
+    """Two runtimes as the registry has them: LangGraph installed (pytest's distribution standing in for its own)
+    without its SQLite checkpointer, the module missing as `pip install langgraph` alone leaves it; and one whose
+    loop imports."""
+    monkeypatch.setitem(sys.modules, "langgraph.checkpoint.sqlite", None)  # an import of it fails
+    monkeypatch.delitem(sys.modules, "crashlab.runtimes.langgraph.loop", raising=False)
+    monkeypatch.setitem(sys.modules, "crashlab.runtimes.ready.loop", types.ModuleType("crashlab.runtimes.ready.loop"))
+    ready = Runtime("ready", "Ready", "pytest", {"ready-plain": "p"}, "at least once", "https://x")
+    known = {"langgraph": replace(runtimes()["langgraph"], distribution="pytest"), "ready": ready}
+    monkeypatch.setattr("crashlab.cli.frameworks.runtimes", lambda: known)
+    return known
+
+
+def test_a_runtime_whose_extra_is_partly_installed_is_left_out_and_named(cli, monkeypatch, partly_installed):
+    """langgraph without langgraph-checkpoint-sqlite: `crashlab frameworks` started it, and failed whole."""
+    swept = []
+
+    def measure(runtimes, depths, sweep):
+        swept.extend(r.name for r in runtimes)
+        return [report.Measured(r, "1.0", {1: [row(slug, 0) for slug in r.rows]}) for r in runtimes]
+
+    monkeypatch.setattr(report, "measure", measure)
+    code, out, err = cli("frameworks", "--format", "json")
+    assert code == 0 and swept == ["ready"] and [r["runtime"] for r in json.loads(out)] == ["ready"]
+    assert err.startswith("partly installed, left out: langgraph (") and err.count("\n") == 1, err
+    assert err.endswith(": pip install 'crashlab[langgraph]')\n")
+    code, out, err = cli("frameworks", "--runtime", "langgraph")
+    assert (code, out) == (2, "") and err.count("\n") == 1
+    assert err.startswith("crashlab: error: partly installed: langgraph (") and "pip install 'crashlab[langgraph]'" in err
 
 
 @pytest.mark.parametrize(("args", "problem"), [

@@ -12,6 +12,8 @@ import json
 import os
 import signal
 import sqlite3
+import subprocess
+import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -96,6 +98,41 @@ def test_links_are_refused(ops: Passthrough) -> None:
     with pytest.raises(OSError) as refused:
         ops.link("/old", "/again")
     assert refused.value.errno == 38  # ENOSYS
+
+
+def test_a_layer_s_mount_point_a_killed_sweep_left_is_removed_by_the_next_and_a_held_one_is_not(tmp_path, monkeypatch):
+    """`$TMPDIR/crashlab-layer-*` left by a sweep killed by SIGKILL was never removed. A layer's mount point is held
+    as a scratch directory is (by the sweep and the layer's process); the next layer removes those none holds.
+    The mount itself is left out: this runs where FUSE does not."""
+    monkeypatch.setattr(Layer, "mount", lambda self: None)
+    monkeypatch.setattr(Layer, "unmount", lambda self, then: None)
+    ended = subprocess.Popen(["true"])
+    ended.wait()
+    left = tmp_path / f"crashlab-layer-pid{ended.pid}-left"
+    left.mkdir()
+    holder = subprocess.Popen([sys.executable, "-c", HOLDS, str(tmp_path / f"crashlab-layer-pid{ended.pid}-held")],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        with Layer.over(tmp_path / "backing") as layer:
+            assert layer.mountpoint.name.startswith(f"crashlab-layer-pid{os.getpid()}-")
+            assert not left.exists() and (tmp_path / f"crashlab-layer-pid{ended.pid}-held").is_dir()
+        assert not layer.mountpoint.exists()
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+#: A process that holds a directory as a sweep's layer does (`crashlab.scratch.shared`), until it is killed.
+HOLDS = """
+import sys, time
+from pathlib import Path
+from crashlab.scratch import shared
+
+shared(Path(sys.argv[1]))
+print("held", flush=True)
+time.sleep(60)
+"""
 
 
 # Through a real mount: slow, and only where FUSE works.

@@ -112,8 +112,24 @@ def test_a_checkpoint_that_lies_about_a_result_is_refused(copy, lie):
 def test_a_checkpoint_put_back_from_an_older_copy_is_refused(copy):
     """A's marker only, but the tracker holds B's issue too: the restored checkpoint forgot B's attempt."""
     older, run_dir = copy("a-accepted"), copy("b-accepted")
-    shutil.copy(older / "checkpoint.json", run_dir / "checkpoint.json")
+    saved = json.loads((older / "checkpoint.json").read_bytes())
+    saved["run"] = json.loads((run_dir / "checkpoint.json").read_bytes())["run"]  # an older copy of the same run
+    (run_dir / "checkpoint.json").write_text(json.dumps(saved))
     assert_refused(*resume(run_dir), "tracker.sqlite holds issue #2 (B), of which", "checkpoint.json knows nothing")
+
+
+@pytest.mark.parametrize("name", ["b-accepted", "keyless-a-accepted"])
+def test_a_checkpoint_whose_run_id_is_not_its_trackers_is_refused(copy, name):
+    """A hand-edited run ID went unnoticed: the restart sent B again under a new key, and the tracker filed it twice."""
+    run_dir = copy(name)
+    saved = json.loads((run_dir / "checkpoint.json").read_bytes())
+    saved["run"] = "0" * 32
+    (run_dir / "checkpoint.json").write_text(json.dumps(saved))
+    before = files_in(run_dir) | {"lock": b""}
+    assert_refused(*resume(run_dir), f"{run_dir}/checkpoint.json is not {run_dir}/tracker.sqlite's: its run ID "
+                   f"'{'0' * 32}' did not make issue #1 (A) (its key is another run's)",
+                   "put back the run's own checkpoint, or use a new run directory")
+    assert files_in(run_dir) | {"lock": b""} == before  # but the pid in the lock
 
 
 # -- 2. records and no checkpoint ---------------------------------------------------------------
@@ -373,9 +389,27 @@ def test_a_reader_that_goes_away_ends_the_run_without_a_traceback(tmp_path):
         process = subprocess.Popen([sys.executable, "-m", "crashlab", "run", TRIAGE, "--dir", run_dir, "--person",
                                     "auto"], cwd=ROOT, stdout=subprocess.PIPE, stderr=errors)
         process.stdout.close()  # as `| head -0` does: nothing will ever read the output
-        assert process.wait(timeout=30) in (0, 1)
+        assert process.wait(timeout=30) in (0, 141)  # 0 if it wrote all it says before it saw the pipe closed
     assert "Traceback" not in (tmp_path / "stderr").read_text()
     assert resume(Path(run_dir))[0] == 0
+
+
+def test_a_run_whose_stderr_reader_goes_away_stops_quietly_with_sigpipes_code_and_resumes(tmp_path):
+    """`crashlab run ... 2>&1 | head`: it exited 1 (a check that did not hold) with no word; now 141, a death by
+    SIGPIPE's, as Ctrl-C's is 130. What it did stands, and the next run finishes it, each effect once."""
+    run_dir = tmp_path / "run"
+    process = subprocess.Popen([sys.executable, "-m", "crashlab", "run", TRIAGE, "--dir", str(run_dir), "--person",
+                                "auto", "--pace", "0.05"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True)
+    assert process.stderr is not None and process.stdout is not None
+    while not process.stderr.readline().startswith("point 12 "):  # A's issue made, its result being saved
+        pass
+    process.stderr.close()
+    assert (process.stdout.read(), process.wait(timeout=30)) == ("", 141)
+    assert json.loads((run_dir / "checkpoint.json").read_text())["answer"] is None  # stopped on its way
+    code, out, err = resume(run_dir)
+    assert code == 0, err
+    assert out.splitlines()[-1] == "the tracker holds issue #1 (A), issue #2 (B), comment #1 on #1 (C)"
 
 
 # -- 14. what a run accepted without a word -----------------------------------------------------

@@ -151,6 +151,65 @@ def test_a_signal_stops_a_sweep_on_workers_at_once_and_ends_them(signum):
     assert not [w for w in workers if alive(w)]
 
 
+def pid_of(item: int) -> int:
+    return os.getpid()
+
+
+def test_an_interrupt_as_the_pool_shuts_down_stops_its_workers(monkeypatch):
+    """A Ctrl-C as a sweep's pool shut down, its work done, left a worker waiting for more: the exit waited on it
+    forever (1 in 90 Ctrl-Cs in the first half second of `crashlab sweep --variant keys`)."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    from crashlab.engine.parallel import on_pool
+
+    real = ProcessPoolExecutor.shutdown
+
+    def interrupted(self, wait: bool = True, **options) -> None:
+        if wait:
+            raise KeyboardInterrupt
+        real(self, wait=wait, **options)
+
+    monkeypatch.setattr(ProcessPoolExecutor, "shutdown", interrupted)
+    workers: set[int] = set()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            on_pool(2)(pid_of, [1, 2, 3, 4], workers.add)
+        assert workers and not [w for w in workers if alive(w)]
+    finally:
+        for worker in workers:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(worker, signal.SIGKILL)
+
+
+#: crashlab started as `python -m crashlab` or as the `crashlab` script does it, with a Ctrl-C as it imports MODULE.
+INTERRUPTED = """
+import os, signal, sys
+
+class Interrupt:
+    def find_spec(self, name, path=None, target=None):
+        if name == {module!r}:
+            sys.meta_path.remove(self)
+            os.kill(os.getpid(), signal.SIGINT)
+        return None
+
+sys.meta_path.insert(0, Interrupt())
+sys.argv = ["crashlab", "sweep", "--variant", "keys"]
+{start}
+"""
+STARTS = {"python -m crashlab": "import runpy; runpy.run_module('crashlab', run_name='__main__', alter_sys=True)",
+          "the crashlab script": "from crashlab.__main__ import main; sys.exit(main())"}
+
+
+@pytest.mark.parametrize("start", list(STARTS))
+@pytest.mark.parametrize("module", ["crashlab.errors", "click", "crashlab.cli.sweep", "crashlab.protocols.points"])
+def test_ctrl_c_while_crashlab_imports_is_one_line(start, module):
+    """A Ctrl-C in the first half second, as crashlab imports: a KeyboardInterrupt traceback through the imports."""
+    with as_from_a_terminal():
+        done = subprocess.run([sys.executable, "-c", INTERRUPTED.format(module=module, start=STARTS[start])], cwd=ROOT,
+                              capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stdout, done.stderr) == (128 + signal.SIGINT, "", "\naborted\n")  # ends ^C's line
+
+
 @pytest.mark.skipif(sys.platform != "linux", reason="reads /proc")
 def test_workers_die_with_their_sweep_when_it_is_killed():
     process, workers = busy_pool()
@@ -275,6 +334,48 @@ def test_the_scratch_a_killed_sweep_left_is_removed_by_the_next():
     shutil.rmtree(living)
 
 
+#: A sweep in another PID namespace, as this one sees it: it makes its scratch directory, which it holds while it
+#: lives, named for a PID that is dead here (or alive: it says nothing either way), and says where it is.
+ELSEWHERE = """
+import os, sys, time
+from pathlib import Path
+from crashlab.scratch import scratch
+
+made = scratch("loop")
+(made / "world.sqlite").write_bytes(b"its work")
+named = made.with_name(f"crashlab-loop-pid{sys.argv[1]}-elsewhere")
+made.rename(named)  # the lock is the directory's, whatever its name
+print(named, flush=True)
+time.sleep(60)
+"""
+
+
+def dead_pid() -> int:
+    ended = subprocess.Popen(["true"])
+    ended.wait()
+    return ended.pid
+
+
+@pytest.mark.parametrize("named_for", ["a dead process", "a living one"])
+def test_scratch_held_by_a_sweep_elsewhere_is_kept_and_removed_once_it_ends(named_for):
+    """Clean-up decided by PID: a sweep in another PID namespace sharing /dev/shm deleted a running sweep's files,
+    named for a PID dead in its own. Only a directory whose lock no process holds is stale, whatever its name says."""
+    from crashlab.scratch import remove, scratch
+
+    pid = dead_pid() if named_for == "a dead process" else os.getpid()
+    other = subprocess.Popen([sys.executable, "-c", ELSEWHERE, str(pid)], cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    try:
+        assert other.stdout is not None
+        theirs = Path(other.stdout.readline().strip())
+        remove(scratch("probe"))  # this sweep's clean-up, as it makes a directory
+        assert (theirs / "world.sqlite").read_bytes() == b"its work"
+    finally:
+        other.kill()
+        other.wait()
+    remove(scratch("probe"))  # its maker gone, however it died: nothing holds it
+    assert not theirs.exists()
+
+
 def cli_sweep() -> int:
     return subprocess.run([sys.executable, "-m", "crashlab", "sweep", "--variant", "keys", "--job", "read-only",
                            "--store", "files"], cwd=ROOT, capture_output=True, timeout=60).returncode
@@ -321,9 +422,10 @@ def hand_written():
      (["A", ""], "a non-empty list of effect names"),
      ({"A": "issue"}, "say what it is, {issue: TITLE} or {comment: EFFECT}"),
      (["A"], "it made records for B, C, which is no intended effect"),
-     (["A", "B"], "it made records for C, which is no intended effect")],
+     (["A", "B"], "it made records for C, which is no intended effect"),
+     (["A", "A", "B", "C"], "effects names A twice: each effect is made once, so name each once")],
     ids=["empty list", "empty tuple", "empty mapping", "a string", "a blank name", "a string as what", "two unlisted",
-         "one unlisted"],
+         "one unlisted", "one named twice"],
 )
 def test_effects_the_fixture_cannot_count_are_refused_in_one_line(crash_sweep, effects, message):
     """It reported 0 duplicates for a loop that made 4, given no effects; it split "issue" into letters."""
@@ -334,6 +436,15 @@ def test_effects_the_fixture_cannot_count_are_refused_in_one_line(crash_sweep, e
     with pytest.raises(BadInput) as refused:
         crash_sweep(partial(hand_written().triage, keyed=False), effects, name="plain", depth=1)
     assert message in str(refused.value) and "\n" not in str(refused.value)
+
+
+@pytest.mark.parametrize("entry", [None, "triage", 42], ids=["None", "a name", "a number"])
+def test_an_entry_that_is_no_function_is_refused_before_any_process_runs(crash_sweep, entry):
+    """It was caught only inside the forked child, as its first process failed: "'str' object is not callable"."""
+    from crashlab.errors import BadInput
+
+    with pytest.raises(BadInput, match=r"^the loop's entry is a function, entry\(run\) or entry\(\), not "):
+        crash_sweep(entry, ["A", "B", "C"], depth=1)
 
 
 def test_an_entry_a_worker_cannot_be_sent_is_refused_before_the_sweep(crash_sweep):

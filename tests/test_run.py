@@ -1,16 +1,22 @@
 """`crashlab run` is a real program: it resumes after a real SIGKILL, refuses what it must, shows its world."""
 
+import contextlib
 import io
 import json
 import os
 import signal
+import socket
 import sqlite3
 import subprocess
 import sys
+import threading
+
+import pytest
 
 from crashlab import program
 from crashlab.durable.checkpoint import Checkpoint, TurnRecord
 from crashlab.job import Call, load_job
+from crashlab.loops.keys import key
 from crashlab.program import locked
 from crashlab.protocols.points import Recorder
 from crashlab.world.sqlite import Database, SqlitePerson, open_world
@@ -119,13 +125,14 @@ def test_the_person_on_the_terminal_sees_the_trackers_records_and_answers(cli, t
     job = load_job(TRIAGE)
     a = job.turns[0].calls[0]
     with Database(run_dir / "tracker.sqlite") as db:
-        open_world(db, job, Recorder(), "keyless").tracker.request(a, a.args, key="k")  # it did happen, as #1
+        sent = key("r", "A")  # what run r sends for A
+        open_world(db, job, Recorder(), "keyless").tracker.request(a, a.args, key=sent)  # it did happen, as #1
     died_after_a = Checkpoint.new("r").with_turn(TurnRecord.reply(1, job.turns[0].calls)).with_marker("A", 0.0)
     (run_dir / "checkpoint.json").write_bytes(died_after_a.to_json())
     monkeypatch.setattr("sys.stdin", io.StringIO("1\n"))
     code, out, err = cli("run", TRIAGE, "--dir", str(run_dir))
     assert code == 0, err
-    assert "  issue #1 (A)  key k  'Login fails on Safari'" in err
+    assert f"  issue #1 (A)  key {sent}  'Login fails on Safari'" in err
     assert "Did call A (create_issue) reach the tracker? Its number, or no (1, no) [1]:" in err
     assert out.splitlines()[-1] == "the tracker holds issue #1 (A), issue #2 (B), comment #1 on #1 (C)"
 
@@ -237,6 +244,32 @@ def test_a_service_that_is_not_the_runs_is_refused_in_one_line(cli, tmp_path):
     code, out, err = cli("run", TRIAGE, "--dir", str(tmp_path / "gone"), "--person", "auto", *against(service))
     assert (code, out) == (2, "") and f"the service at {service.url} did not answer GET /_crashlab/state" in err
     assert len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("says", [b"SSH-2.0-OpenSSH_9.6\r\n", b"\x00\xff" * 64, b"HTTP/1.1 abc\r\n\r\n"],
+                         ids=["ssh", "binary", "a bad status"])
+def test_a_port_that_does_not_speak_http_is_one_line(cli, tmp_path, says):
+    """`run --service` at a port that answers otherwise: a 61-line BadStatusLine traceback."""
+    server = socket.create_server(("127.0.0.1", 0))
+
+    def answer() -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                connection, _ = server.accept()
+                with connection:
+                    connection.recv(65536)  # the request, read: a close with it unread would be a reset
+                    connection.sendall(says)
+
+    threading.Thread(target=answer, daemon=True).start()
+    url = f"http://127.0.0.1:{server.getsockname()[1]}"
+    try:
+        code, out, err = cli("run", TRIAGE, "--dir", str(tmp_path / "run"), "--person", "auto", "--service", url,
+                             "--service-token", "t")
+    finally:
+        server.close()
+    assert (code, out) == (2, "") and err.count("\n") == 1, err
+    assert f"the service at {url} does not speak HTTP: to GET /_crashlab/state it said " in err
+    assert "is it the URL crashlab serve printed?" in err
 
 
 def test_a_run_against_a_service_without_its_token_is_refused_in_one_line_that_names_the_variable(cli, tmp_path):

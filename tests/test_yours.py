@@ -6,6 +6,8 @@ their folder in ``CRASHLAB_RUN_DIR``, and the harness recognises their effects b
 
 import json
 import re
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -192,6 +194,88 @@ def test_a_loop_that_keeps_its_state_outside_its_run_directory_is_refused_not_tr
     assert "sweep it without --state-in-run-dir" in err
     code, out, _ = cli("sweep", *loop, "--format", "json")
     assert code == 0 and json.loads(out)[0]["with_dups"] == 5
+
+
+@pytest.mark.parametrize("ending, says", [
+    ("sys.exit(main())", "it called sys.exit(None) as it was imported"),
+    ("sys.exit(0)", "it called sys.exit(0) as it was imported"),
+    ("sys.exit('usage: loop.py')", "it called sys.exit('usage: loop.py') as it was imported"),
+    ("raise GeneratorExit('odd')", "GeneratorExit: odd"),
+])
+def test_a_loop_file_that_exits_as_it_is_imported_is_refused_not_passed(cli, tmp_path, ending, says):
+    """`sys.exit(main())` at a script's end ended crashlab with exit 0 and no output: a CI step passed."""
+    (tmp_path / "script.py").write_text(f"import sys\n\ndef main():\n    pass\n\n{ending}\n")
+    code, out, err = cli("sweep", "--loop", f"{tmp_path}/script.py:main", "--effects", EFFECTS)
+    assert (code, out) == (2, "") and err.count("\n") == 1, err
+    assert f"script.py failed: {says}" in err
+
+
+def test_a_loop_file_that_is_not_python_is_refused_in_one_line(cli, tmp_path):
+    """It was an AssertionError's traceback."""
+    (tmp_path / "loop.txt").write_text("def main():\n    pass\n")
+    code, out, err = cli("sweep", "--loop", f"{tmp_path}/loop.txt:main", "--effects", EFFECTS)
+    assert (code, out) == (2, "") and err.count("\n") == 1, err
+    assert "' is not a Python file: a loop of yours is FILE.py:ENTRY or MODULE:ENTRY" in err
+
+
+def test_each_process_runs_in_its_run_directory_and_the_user_s_file_of_the_same_name_survives(tmp_path):
+    """A loop that keeps progress.json at a relative path wrote it into the user's working directory: it overwrote
+    the user's own file, and each scenario resumed from the one before's."""
+    loop = (tmp_path / "loop.py")
+    loop.write_text(LOOP.replace('Path(os.environ["CRASHLAB_RUN_DIR"]) / "done.json"', 'Path("progress.json")')
+                    .format(steps=repr([("A", "One"), ("B", "Two")])))
+    (tmp_path / "effects.yaml").write_text("A: {issue: One}\nB: {issue: Two}\n")
+    (tmp_path / "progress.json").write_text("the user's own")
+    done = subprocess.run([sys.executable, "-m", "crashlab", "sweep", "--loop", "loop.py:keyed", "--effects",
+                           "effects.yaml", "--depth", "1", "--format", "json"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    (row,) = json.loads(done.stdout)
+    assert row["scenarios"] > 0 and (row["dups"], row["missing"]) == (0, 0)
+    assert (tmp_path / "progress.json").read_text() == "the user's own"
+
+
+#: LOOP, keyed, that prints as it goes: 20 MB on stdout first, a line on stderr, and a line per issue it files.
+PRINTS = """
+import sys
+from loop import keyed
+
+
+def main():
+    sys.stdout.write(("y" * 1023 + "\\n") * 20 * 1024)
+    print("warning: \\x1b[31mno config\\x1b[0m, using defaults", file=sys.stderr)
+    keyed()
+    print("filed A and B")
+"""
+
+
+@pytest.mark.parametrize("fmt", ["json", "csv", "table"])
+def test_what_a_loop_prints_is_kept_apart_from_the_table_and_told_by_explain(tmp_path, fmt):
+    """A loop's print() went into crashlab's own stdout: `--format json` was no JSON, and a loop that printed
+    20 MB a process wrote it all there."""
+    loop_file(tmp_path, [("A", "One"), ("B", "Two")])
+    (tmp_path / "printing.py").write_text(PRINTS)
+    (tmp_path / "effects.yaml").write_text("A: {issue: One}\nB: {issue: Two}\n")
+    loop = ["--loop", "printing.py:main", "--effects", "effects.yaml"]
+    done = subprocess.run([sys.executable, "-m", "crashlab", "sweep", *loop, "--depth", "1", "--format", fmt],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert len(done.stdout) < 2000 and "yyy" not in done.stdout + done.stderr and "no config" not in done.stderr
+    if fmt == "json":
+        assert json.loads(done.stdout)[0]["variant"] == "main"
+    elif fmt == "csv":
+        assert done.stdout.splitlines()[1].startswith("main,")
+    else:
+        assert "| main " in done.stdout
+    told = subprocess.run([sys.executable, "-m", "crashlab", "explain", "main:1", *loop], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    assert told.returncode == 0, told.stderr[-2000:]
+    assert told.stdout.count("printed on stdout: 20,971,520 bytes; its last 10 lines:") == 1  # the first process's
+    assert "printed on stdout: 20,971,534 bytes; its last 10 lines:" in told.stdout  # the restart filed, and said so
+    assert "        | filed A and B\n" in told.stdout and "        | " + "y" * 199 + "…\n" in told.stdout
+    assert "printed on stderr: 44 bytes, its last line:\n        | warning: \\x1b[31mno config\\x1b[0m, using " \
+           "defaults\n" in told.stdout
+    assert len(told.stdout) < 20_000
 
 
 def test_a_loop_file_that_fails_to_import_is_named_with_its_error(cli, tmp_path):

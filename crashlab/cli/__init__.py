@@ -11,7 +11,7 @@ from types import FrameType
 
 import click
 
-from crashlab.errors import BadInput, CrashlabError
+from crashlab.errors import BadInput, CrashlabError, OutputGone
 
 #: Every command: the module that holds it, and its help's first sentence. A command's module is imported only
 #: when it runs, so `crashlab --help` and `crashlab sweep` import nothing another command needs
@@ -123,6 +123,10 @@ def main() -> None:
     except click.exceptions.Abort:  # Ctrl-C: the shell's code for a death by SIGINT, as SIGTERM's is above
         click.echo("aborted", err=True)
         code = 128 + signal.SIGINT
+    except OutputGone:  # no one reads what it would say: it ends quietly, with its code
+        for stream in (sys.stdout, sys.stderr):  # so the flush at exit has nothing to fail
+            os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())
+        code = OutputGone.exit_code
     except click.ClickException as error:  # a usage error: exit 2
         click.echo(f"crashlab: error: {' '.join(error.format_message().split())}", err=True)
         code = error.exit_code

@@ -46,15 +46,22 @@ def frameworks(job_spec: str, chosen: str | None, depths: tuple[int, ...], fmt: 
     made of the runtime's own durable IDs (keyed), and one per setting that changes the outcome.
     Columns: scenarios swept; dups, missing and asks summed over them; windows (failure windows)
     and distinct (durable states), which do not grow with how densely a loop is marked; flaky.
-    A runtime whose extra is not installed is named on stderr, with the command that installs it.
+    A runtime whose extra is not installed, or only partly (a module its loop imports is missing),
+    is named on stderr, with the command that installs it.
     """
     known = runtimes()
     picked = [known[name] for name in names(chosen, known, "runtime")] if chosen else list(known.values())
-    if missing := [r for r in picked if r.version() is None]:
-        listed = ", ".join(f"{r.name} (pip install 'crashlab[{r.name}]')" for r in missing)
-        if chosen:
-            raise BadInput(f"not installed: {listed}")
-        click.echo(f"not installed, left out: {listed}", err=True)
+    installed = [r for r in picked if r.version() is not None]
+    partly = {r.name: why for r in installed if (why := r.unloadable())}
+    for kind, listed in (("not installed", [f"{r.name} (pip install 'crashlab[{r.name}]')" for r in picked
+                                            if r not in installed]),
+                         ("partly installed", [f"{name} ({why}: pip install 'crashlab[{name}]')"
+                                               for name, why in partly.items()])):
+        if listed and chosen:
+            raise BadInput(f"{kind}: {', '.join(listed)}")
+        if listed:
+            click.echo(f"{kind}, left out: {', '.join(listed)}", err=True)
+    picked = [r for r in installed if r.name not in partly]
     job, spec = open_job(job_spec), RunnerSpec("forked", "files", time_limit)
 
     def sweep(runtime: Runtime, depth: int) -> list[Row]:

@@ -12,6 +12,7 @@ import click
 
 from crashlab import program
 from crashlab.cli.options import open_job
+from crashlab.errors import OutputGone
 from crashlab.job import Call
 from crashlab.report.story import describe
 from crashlab.report.tables import grid
@@ -127,14 +128,17 @@ def run(job_path: str, directory: Path, tracker_mode: str | None, person: str, k
                                  with CRASHLAB_SERVICE_TOKEN set to the token it printed
     """
     job = open_job(job_path)
-    finished = program.run(job, directory, tracker_mode, PERSONS[person], kill_at, pace, say,  # type: ignore[arg-type]
-                           service, service_token)
-    held = ", ".join(describe(r) for r in finished.records) or "nothing"
-    if finished.already:
-        click.echo(f"{directory}: already finished, nothing to do. The tracker holds {held}.")
-    else:
-        click.echo(f"finished: {finished.checkpoint.answer}")
-        click.echo(f"the tracker holds {held}")
+    try:
+        finished = program.run(job, directory, tracker_mode, PERSONS[person], kill_at, pace,  # type: ignore[arg-type]
+                               say, service, service_token)
+        held = ", ".join(describe(r) for r in finished.records) or "nothing"
+        if finished.already:
+            click.echo(f"{directory}: already finished, nothing to do. The tracker holds {held}.")
+        else:
+            click.echo(f"finished: {finished.checkpoint.answer}")
+            click.echo(f"the tracker holds {held}")
+    except BrokenPipeError:  # stdout's reader, or stderr's as a point is echoed (in the loop: `program.live`)
+        raise OutputGone(f"{directory}: its output's reader went away") from None
 
 
 @click.group("tracker")

@@ -170,6 +170,11 @@ def sweep(job_spec: str, loop: str | None, variant: str | None, tracker: str | N
         sweeps = swept([Setup(v, job, faults) for v in variants], spec, depth, not replay and repeat == 1, workers,
                        scheduler, max_scenarios, repeat, strays_fail=not all(v.table == "loop" for v in variants))
         rows = [s.row() for s in sweeps]
+        if faults and not any(r.scenarios for r in rows):  # a table of zeros would say the loop came through
+            raise BadInput(f"{' '.join(f'--fault {slug}' for slug in fault_slugs)} makes no scenario of "
+                           f"{', '.join(v.slug for v in variants)}: in none of its crash scenarios does "
+                           f"{' + '.join(f.slug for f in faults.members)} find anything to break, so the table would "
+                           "be all zeros; sweep a loop it reaches (crashlab faults says what each breaks)")
         columns = columns_for(variants, depth, rows)
         if pending is not None:
             pending.commit(job, rows, every_scenario(sweeps), columns,

@@ -54,6 +54,7 @@ from pathlib import Path
 from typing import Any
 
 from crashlab.errors import HarnessError
+from crashlab.scratch import release, scratch
 
 #: How long a mount or an unmount may take, in seconds, before the harness gives up on the layer.
 WAIT = 10.0
@@ -263,14 +264,19 @@ class Layer:
     def over(cls, backing: Path) -> Iterator[Layer]:
         """The layer over `backing`, mounted at a fresh directory of its own; unmounted (and the directory
         removed) when done, whatever happens, and the backing directory left as it then is."""
-        layer = cls(backing, Path(tempfile.mkdtemp(prefix="crashlab-layer-")))
+        # Held as a scratch directory is, by this process and the layer's (which inherits the lock): one a sweep
+        # killed by SIGKILL leaves, its layer's process gone too, the next one removes.
+        layer = cls(backing, scratch("layer", Path(tempfile.gettempdir())))
         try:
             layer.mount()
             yield layer
         finally:
-            with suppress(LayerError):
-                layer.unmount(KEEP)
-            layer.mountpoint.rmdir()
+            try:
+                with suppress(LayerError):
+                    layer.unmount(KEEP)
+                layer.mountpoint.rmdir()
+            finally:
+                release(layer.mountpoint)
 
     def mount(self) -> None:
         """Fork the layer's process and wait until the mount serves."""

@@ -195,10 +195,10 @@ def on_pool(workers: int) -> Pool:
                         done(future.result())
                 tick(counted.value)
             results = [future.result() for future in futures]
+            pool.shutdown()  # interrupted here, too, it stops its workers: else the exit waits on one forever
         except BaseException:
             _stop(pool)
             raise
-        pool.shutdown()
         return results
 
     return run

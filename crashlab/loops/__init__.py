@@ -31,8 +31,9 @@ class Adapter:
         would otherwise make anew in each (its `warm`, if it has one: DBOS's compiled statements)."""
         try:
             loop = import_module(f"crashlab.runtimes.{self.runtime}.loop")
-        except ImportError:
-            raise BadInput(f"{self.slug} needs its runtime: pip install 'crashlab[{self.runtime}]'") from None
+        except ImportError as error:
+            raise BadInput(f"{self.slug} needs its runtime ({error}): pip install 'crashlab[{self.runtime}]'") \
+                from None
         getattr(loop, "warm", lambda: None)()
 
     def __call__(self, run: Run) -> None:

@@ -113,8 +113,13 @@ def _bare(entry: Callable[[], object], run: Run) -> object:
 
 
 def _import(where: str) -> Any:
+    """The module `where` names, imported; whatever its import raises (a `sys.exit(main())` at its end, a
+    `SystemExit` that would end crashlab with its code and no word) is refused in one line. Only Ctrl-C goes on."""
     path = Path(where)
     if where.endswith(".py") or "/" in where:
+        if path.suffix != ".py":
+            raise BadInput(f"--loop: {shown(where)} is not a Python file: a loop of yours is FILE.py:ENTRY or "
+                           "MODULE:ENTRY")
         if not path.is_file():
             raise BadInput(f"--loop: no file {shown(where)}")
         folder = str(path.resolve().parent)
@@ -122,19 +127,33 @@ def _import(where: str) -> Any:
             sys.path.insert(0, folder)
         name = path.stem
         spec = importlib.util.spec_from_file_location(name, path)
-        assert spec is not None and spec.loader is not None
+        if spec is None or spec.loader is None:
+            raise BadInput(f"--loop: {shown(where)} cannot be imported as a Python file")
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module  # so a pool's worker can unpickle the entry point by its module
         try:
             spec.loader.exec_module(module)
-        except Exception as error:
+        except KeyboardInterrupt:
             sys.modules.pop(name, None)
-            raise BadInput(f"--loop: importing {where} failed: {type(error).__name__}: {error}") from None
+            raise
+        except BaseException as error:
+            sys.modules.pop(name, None)
+            raise BadInput(f"--loop: importing {where} failed: {failure(error)}") from None
         return module
     try:
         return importlib.import_module(where)
-    except Exception as error:
-        raise BadInput(f"--loop: importing {where} failed: {type(error).__name__}: {error}") from None
+    except KeyboardInterrupt:
+        raise
+    except BaseException as error:
+        raise BadInput(f"--loop: importing {where} failed: {failure(error)}") from None
+
+
+def failure(error: BaseException) -> str:
+    """What an import raised, as one line; a `SystemExit` with what to do instead."""
+    if isinstance(error, SystemExit):
+        return (f"it called sys.exit({error.code!r}) as it was imported (call your main only under "
+                "if __name__ == '__main__':)")
+    return f"{type(error).__name__}: {error}"
 
 
 def read_effects(path: str) -> tuple[Effect, ...]:
@@ -169,6 +188,9 @@ def setup(entry: Entry, effects: Iterable[str] | Mapping[str, Any] | Iterable[Ef
     it from copies of what each death left, each distinct state once; on its word, which each sweep checks first
     (`crashlab.engine.copies`).
     """
+    if not callable(entry):  # else found only in the forked child, as its first process fails
+        raise BadInput(f"the loop's entry is a function, entry(run) or entry(), not {shown(repr(entry))} (a "
+                       f"{type(entry).__name__})")
     if isinstance(effects, str):
         raise BadInput(f"effects is a list of effect names or a mapping of what each is, not the string {effects!r}")
     if not isinstance(name, str) or not re.fullmatch(r"[a-z][a-z0-9-]*", name := slug(name)):
@@ -188,6 +210,9 @@ def setup(entry: Entry, effects: Iterable[str] | Mapping[str, Any] | Iterable[Ef
             raise BadInput("effects names what your loop means to do, once each: a non-empty list of effect names, "
                            "or a mapping of each effect to what it is ({A: {issue: TITLE}, C: {comment: A}})")
     names = tuple(e.name for e in served) if served else tuple(str(e) for e in given)
+    if twice := sorted({n for k, n in enumerate(names) if n in names[:k]}):
+        raise BadInput(f"effects names {', '.join(twice)} twice: each effect is made once, so name each once (an "
+                       "effect made twice is a duplicate the sweep counts)")
     entry = entry if takes_run(entry) else partial(_bare, cast(Callable[[], object], entry))
     if service is not None:
         if not isinstance(service, YourService):

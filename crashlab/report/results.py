@@ -28,7 +28,6 @@ from crashlab.protocols.scenario import ScenarioResult
 from crashlab.report.receipts import Receipts, encode
 from crashlab.report.tables import Columns, to_csv, to_json
 from crashlab.report.windows import windows
-from crashlab.scratch import alive
 
 #: The files a results directory holds; manifest.json is written last, so it vouches for the others.
 RESULT_FILES = ("scenarios.jsonl", "receipts.jsonl", "summary.json", "summary.csv", "manifest.json")
@@ -114,6 +113,18 @@ def umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+def alive(pid: int) -> bool:
+    """Whether a process `pid` runs (as far as this process can tell: another user's counts as alive). A sweep's
+    results are made beside their directory, which one machine's processes write, not in a shared scratch space."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def remove_stale(place: Path, name: str) -> None:

@@ -186,8 +186,8 @@ def note(event: Event, faults: Faults = Faults()) -> str:
     return f"{event.kind} {event.label}"
 
 
-#: Events a story tells elsewhere: what a process found, in its heading.
-UNTOLD = {"load", "found"}
+#: Events a story tells elsewhere: what a process found, in its heading; what it printed, after its end.
+UNTOLD = {"load", "found", "printed"}
 
 
 def lines(events: list[Event], faults: Faults = Faults(), verbose: bool = False) -> list[str]:
@@ -245,6 +245,7 @@ class Life:
     model_calls: int | None
     ended: str
     made: list[str]
+    printed: dict[str, dict[str, Any]]  # stdout and stderr, as the runner kept them: bytes, and the last lines
 
     def resumed_from(self) -> str:
         """All it found, as a restart's resume condition would test it: on disk, then in the tracker."""
@@ -272,8 +273,9 @@ def lives(run: ScenarioRun) -> list[Life]:
                 late = f", landing late from process {process - 1}" if e.kind == "late" else ""
                 made.append(f"{describe(records[taken])} {key}{late}")
                 taken += 1
+        printed = {e.label: e.detail for e in events if e.kind == "printed"}
         out.append(Life(found, files is not None, held, paid,
-                        ended(events, run.stuck if process == run.points.process else None), made))
+                        ended(events, run.stuck if process == run.points.process else None), made, printed))
     return out
 
 
@@ -396,7 +398,8 @@ def story(run: ScenarioRun, baseline_calls: int, repeats: Sequence[ScenarioRun] 
         seen = life.noted  # a loop that keeps no checkpoint of crashlab's: told as the runner saw it from outside
         processes.append({"process": process, "found": life.found, "left": left, "events": told,
                           "held": life.held if seen else None, "model_calls": life.model_calls if seen else None,
-                          "ended": life.ended if seen else None, "made": life.made if seen else None})
+                          "ended": life.ended if seen else None, "made": life.made if seen else None,
+                          "printed": life.printed})
     return {
         "id": run.id,
         "variant": setup.variant.slug,
@@ -433,6 +436,11 @@ def render(told: dict[str, Any]) -> str:
         out += process["events"]
         if process["ended"] is not None:
             out += [f"      ended: {process['ended']}", f"      made: {', '.join(process['made']) or 'nothing'}"]
+        for stream, printed in process.get("printed", {}).items():
+            last = printed["last"]
+            out.append(f"      printed on {stream}: {printed['bytes']:,} bytes"
+                       + (f"; its last {len(last)} lines:" if len(last) > 1 else ", its last line:" if last else ""))
+            out += [f"        | {line}" for line in last]
     v = told["verdict"]
     dups = ", ".join(f"{call} ×{extra + 1}" for call, extra in v["duplicates"].items())
     out += [

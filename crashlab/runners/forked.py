@@ -47,9 +47,10 @@ from crashlab.protocols.variant import RunnerKind
 from crashlab.runners.group import Boundary, Child, Hung, Outlived
 from crashlab.runners.group import die as group_die
 from crashlab.runners.group import stop as group_stop
+from crashlab.runners.output import Output, flush
 from crashlab.runners.served import RUN_DIR, LoopFailed, Outside, Services, ended_by, served_world
 from crashlab.runners.turns import turns
-from crashlab.scratch import scratch
+from crashlab.scratch import remove, scratch
 from crashlab.world import World, WorldState
 from crashlab.world.sqlite import (
     TRACKER_FILE,
@@ -351,12 +352,16 @@ def live(setup: Setup, points: Recorder, directory: Path, env: Mapping[str, str]
     stops at each point it passes alive, and `stopped()` runs while it stands there.
     """
     where = f"{points.scenario}: process {points.process}"
+    output = Output()
     try:
-        status, said = forked(partial(_child, setup, points, directory, env, stopped is not None), limit, stopped)
+        status, said = forked(partial(_child, setup, points, directory, env, stopped is not None), output, limit,
+                              stopped)
     except Hung as hung:
         raise LoopFailed(where, str(hung)) from None
     except Outlived as outlived:
         raise outlived.named(points.scenario, points.process) from None
+    finally:
+        output.noted(points)
     told, ended = heard(said, where)
     if not ended:
         raise HarnessError(f"{where} ended (wait status {status}) without a word: killed by something else?")
@@ -386,13 +391,14 @@ def _child(setup: Setup, parent: Recorder, directory: Path, env: Mapping[str, st
         points.start_process()
         if env is not None:  # a service of yours: where it is, and where the loop keeps its files
             os.environ.update({**env, RUN_DIR: str(directory)})
+        os.chdir(directory)  # a file the loop names by a relative path is its run's, not one of the user's
         life_in(directory, setup, points)
         trace.end(points.events, "returned")
     except BaseException as error:
         trace.end(points.events, ended_by(error))
 
 
-def forked(body: Callable[[Callable[[bytes], None]], None], limit: float = TIME_LIMIT,
+def forked(body: Callable[[Callable[[bytes], None]], None], output: Output, limit: float = TIME_LIMIT,
            stopped: Callable[[], None] | None = None) -> tuple[int, bytes]:
     """Run `body` in a child forked from this process, wait for it, and return its wait status and all it told.
 
@@ -405,6 +411,7 @@ def forked(body: Callable[[Callable[[bytes], None]], None], limit: float = TIME_
     past `limit` seconds; if this process is interrupted meanwhile, the child's group is killed
     before the interruption goes on.
     Each time the child says it stops (`Trace.stop`), `stopped()` runs once it has, and then it goes on.
+    The child's stdout and stderr go down `output`'s pipes, read as they come: never to this process's.
     """
     read, write = os.pipe()
     parent = os.getpid()
@@ -416,39 +423,49 @@ def forked(body: Callable[[Callable[[bytes], None]], None], limit: float = TIME_
             boundary.enter()
             dies_with(parent, signal.SIGKILL)
             os.close(read)
+            output.redirect()
             body(partial(_tell, write))
             status = 0
         finally:
+            flush()
             os._exit(status)
     os.close(write)
+    output.opened()
     child = Child(pid, limit, boundary)
     try:
         said = bytearray()
-        is_open = _heard(read, child, said, stopped)
+        is_open = _heard(read, child, said, stopped, output)
         status = child.reap()  # what it left running dies here, before its last words are read
         if is_open:
             os.set_blocking(read, False)
             with suppress(BlockingIOError):
                 while chunk := os.read(read, 1 << 16):
                     said += chunk
+        output.drain()
     except BaseException:
         child.end()
         raise
     finally:
         os.close(read)
+        output.close()
     return status, bytes(said)
 
 
-def _heard(read: int, child: Child, said: bytearray, stopped: Callable[[], None] | None) -> bool:
-    """Take what the child writes down the pipe until it ends; whether the pipe is still open. The child's end
-    is watched, not the pipe's: a helper that inherited the pipe may hold it open after the child is gone."""
+def _heard(read: int, child: Child, said: bytearray, stopped: Callable[[], None] | None, output: Output) -> bool:
+    """Take what the child writes down the pipe until it ends, and what it prints as it comes; whether the pipe is
+    still open. The child's end is watched, not the pipe's: a helper that inherited the pipe may hold it open after
+    the child is gone."""
     is_open, at = True, 0
     ended = os.pidfd_open(child.pid)
     try:
         while True:
-            ready = child.ready([read, ended] if is_open else [ended])
+            ready = child.ready([read, ended, *output.fds] if is_open else [ended, *output.fds])
             if ended in ready:
                 return is_open
+            for printed in set(ready) & set(output.fds):
+                output.take(printed)
+            if read not in ready:
+                continue
             chunk = os.read(read, 1 << 16)
             said += chunk
             is_open = bool(chunk)
@@ -553,7 +570,7 @@ def directories() -> Iterator[Fresh]:
             yield fresh
         finally:
             mounted.close()
-            shutil.rmtree(root, ignore_errors=True)
+            remove(root)
 
 
 _empty: bytes = b""

@@ -27,7 +27,7 @@ from crashlab.protocols.points import Crash, Recorder, recording
 from crashlab.protocols.run import Run
 from crashlab.protocols.scenario import ScenarioRun, Setup, check_death, check_finished
 from crashlab.protocols.variant import RunnerKind
-from crashlab.scratch import scratch
+from crashlab.scratch import remove, scratch
 from crashlab.world import World, WorldState
 
 #: Makes a fresh checkpoint store for a process's recorder, syncing as the second argument says.
@@ -230,4 +230,4 @@ def file_stores() -> Iterator[StoreFactory]:
     try:
         yield fresh
     finally:
-        shutil.rmtree(root, ignore_errors=True)
+        remove(root)

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import os
 import select
-import shutil
 import signal
 import socket
 import tempfile
@@ -40,8 +39,9 @@ from crashlab.protocols.run import Program, Run
 from crashlab.protocols.runner import TIME_LIMIT
 from crashlab.protocols.scenario import Setup
 from crashlab.runners.group import Boundary, Child, Hung, Outlived
+from crashlab.runners.output import Output, flush
 from crashlab.runners.turns import turns
-from crashlab.scratch import scratch
+from crashlab.scratch import remove, scratch
 from crashlab.service import control
 from crashlab.service.process import ServiceProcess
 from crashlab.service.store import SERVICE_FILE, Dump, dump, load
@@ -93,11 +93,12 @@ def live_served(setup: Setup, points: Recorder, directory: Path, service: Servic
     leads a process group (`Boundary`), which every kill takes whole, and which is killed when it ends;
     `LoopFailed`, hung, past `limit` seconds.
     With `stopped`, at each point it passes alive, the harness stops the group, as a death would take it,
-    runs `stopped()`, and lets it go on."""
+    runs `stopped()`, and lets it go on. What it prints is kept apart (`crashlab.runners.output`), noted in `points`."""
     assert service.control is not None, "a sweep's service has a control line"
     ours, theirs = socket.socketpair()
     parent = os.getpid()
     boundary = Boundary.new()
+    output = Output()
     pid = os.fork()
     if pid == 0:  # the child: it never returns from here
         status = 1
@@ -106,24 +107,30 @@ def live_served(setup: Setup, points: Recorder, directory: Path, service: Servic
             dies_with(parent, signal.SIGKILL)
             ours.close()
             service.control.close()
+            output.redirect()
             if isinstance(setup.variant.entry, Program):
                 status = _exec(setup.variant.entry, directory, theirs, service.env())
             else:
                 _child(setup, points.scenario, points.process - 1, directory, theirs, service.env())
                 status = 0
         finally:
+            flush()
             os._exit(status)
     theirs.close()
+    output.opened()
     child = Child(pid, limit, boundary)
     ended = os.pidfd_open(pid) if isinstance(setup.variant.entry, Program) else None
     try:
         try:
-            return _watch(points, child, ours, service.control, dies, landing, stopped, ended)
+            return _watch(points, child, ours, service.control, dies, landing, stopped, output, ended)
         finally:
             child.end()
             ours.close()
             if ended is not None:
                 os.close(ended)
+            output.drain()
+            output.close()
+            output.noted(points)
     except Hung as hung:
         raise LoopFailed(f"{points.scenario}: process {points.process}", str(hung)) from None
     except Outlived as outlived:
@@ -131,8 +138,10 @@ def live_served(setup: Setup, points: Recorder, directory: Path, service: Servic
 
 
 def _watch(points: Recorder, child: Child, loop: socket.socket, service: socket.socket, dies: bool,
-           landing: Landing | None, stopped: Callable[[], None] | None, ended: int | None = None) -> bool:
-    """Take every event of the loop and the service until the loop's process ends, and kill it where told.
+           landing: Landing | None, stopped: Callable[[], None] | None, output: Output,
+           ended: int | None = None) -> bool:
+    """Take every event of the loop and the service until the loop's process ends, and kill it where told; what it
+    prints, as it comes.
 
     A `Program` tells nothing: its line carries at most why it could not start, and its end is its exit, seen
     on `ended` (a pidfd of its process)."""
@@ -185,16 +194,18 @@ def _watch(points: Recorder, child: Child, loop: socket.socket, service: socket.
         return None
 
     if ended is not None:
-        return _watch_program(points, child, loop, service, ended, take, scenario)
+        return _watch_program(points, child, loop, service, ended, take, scenario, output)
     while True:
-        ready = child.ready([loop.fileno(), service.fileno()])
+        ready = child.ready([loop.fileno(), service.fileno(), *output.fds])
+        for printed in set(ready) & set(output.fds):
+            output.take(printed)
         if service.fileno() in ready:
             while select.select([loop], [], [], 0)[0]:  # what the loop told before it made the request
                 if (ended := from_loop()) is not None:
                     return ended
             if not take(control.receive(service), service):
                 return _ended({}, points, child, scenario)
-        elif (ended := from_loop()) is not None:
+        elif loop.fileno() in ready and (ended := from_loop()) is not None:
             return ended
 
 
@@ -208,13 +219,16 @@ def _receive(loop: socket.socket, scenario: str, child: Child) -> dict[str, Any]
 
 
 def _watch_program(points: Recorder, child: Child, loop: socket.socket, service: socket.socket, ended: int,
-                   take: Callable[[dict[str, Any], socket.socket | None], bool], scenario: str) -> bool:
-    """A program's life: the service's events until the program exits (`ended`, its pidfd, is readable). Its
-    line closes as it starts (exec closes it), or carries why it could not start."""
+                   take: Callable[[dict[str, Any], socket.socket | None], bool], scenario: str,
+                   output: Output) -> bool:
+    """A program's life: the service's events until the program exits (`ended`, its pidfd, is readable), and what it
+    prints as it comes. Its line closes as it starts (exec closes it), or carries why it could not start."""
     why = ""
     watched = [loop.fileno(), service.fileno(), ended]
     while True:
-        ready = child.ready(watched)
+        ready = child.ready([*watched, *output.fds])
+        for printed in set(ready) & set(output.fds):
+            output.take(printed)
         if service.fileno() in ready:
             if not take(control.receive(service), service):
                 return _ended({}, points, child, scenario)
@@ -277,6 +291,7 @@ def _child(setup: Setup, scenario: str, process: int, directory: Path, line: soc
     """One process of the scenario: the loop, told where its service and its directory are."""
     os.environ.update(env)
     os.environ[RUN_DIR] = str(directory)
+    os.chdir(directory)  # a file the loop names by a relative path is its run's, not one of the user's
     points = TellingRecorder(line, scenario, process)
     points.start_process()
     try:
@@ -461,6 +476,6 @@ class Services:
         # Killed, not stopped: their databases are scratch, and a stop waits out uvicorn's shutdown, 0.3 s each.
         for service in self.running.values():
             service.kill()
-        shutil.rmtree(self.root, ignore_errors=True)
+        remove(self.root)
 
 

@@ -49,6 +49,16 @@ class Runtime:
         except metadata.PackageNotFoundError:
             return None
 
+    def unloadable(self) -> str | None:
+        """Why its loop cannot be imported though its distribution is installed (its extra partly installed:
+        LangGraph without its SQLite checkpointer), or None: the loop is imported here, where a sweep's warm parent
+        would import it, so that a runtime that cannot run is named before the sweeps and not found by one."""
+        try:
+            import_module(f"{__name__}.{self.name}.loop")
+        except ImportError as error:
+            return str(error)
+        return None
+
 
 @cache
 def runtimes() -> dict[str, Runtime]:

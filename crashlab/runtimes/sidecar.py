@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import IO
 
 from crashlab.lifeline import OUTLIVES, outlives
+from crashlab.scratch import shared
 
 #: How often the watchdog looks for the server's directory: seconds (a wait on the harness, not a busy loop).
 WATCH = 0.5
@@ -104,6 +105,8 @@ def watch(start: Start, name: str, remove: bool = False) -> None:
     is the server's own, not a run's)."""
     directory, port, harness = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
     os.chdir("/")  # hold no directory of the run open
+    if remove:  # the server's own, a scratch directory: held while the server runs (`crashlab.scratch`)
+        shared(directory)
     with open(directory / f"{name}.log", "ab") as log:
         server = start(directory, port, log)
     try:

@@ -9,6 +9,7 @@ call that means it (`crashlab.world.effects`), as a sweep of a loop of yours att
 
 from __future__ import annotations
 
+import http.client
 import json
 import urllib.error
 import urllib.parse
@@ -17,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from crashlab.errors import BadInput
-from crashlab.job import Call, Job
+from crashlab.job import Call, Job, shown
 from crashlab.protocols.points import Recorder
 from crashlab.world.effects import Effect, attribute, of_job
 from crashlab.world.tracker import Fenced, Modes, Record, TrackerMode, refused
@@ -48,7 +49,8 @@ def exchange(base: str, method: str, path: str, payload: dict[str, Any] | None =
              key: str | None = None, token: str | None = None) -> Answer:
     """One JSON request to the service at `base`, with `key` as its Idempotency-Key, and `token` for its controls.
 
-    `OSError` (refused, reset, timed out) or `ValueError` (not JSON) when no answer came."""
+    `OSError` (refused, reset, timed out), `http.client.HTTPException` (not HTTP) or `ValueError` (not JSON) when
+    no answer came."""
     headers = {"Content-Type": "application/json", **({"Idempotency-Key": key} if key is not None else {}),
                **({"Authorization": f"Bearer {token}"} if token is not None else {})}
     data = None if payload is None else json.dumps(payload).encode()
@@ -67,6 +69,10 @@ def call(url: str, method: str, path: str, payload: dict[str, Any] | None = None
     wants its controls' token as another."""
     try:
         answer = exchange(url, method, path, payload, key, token)
+    except http.client.HTTPException as error:  # a port that speaks something else: BadStatusLine, and more
+        raise ServiceGone(f"the service at {url} does not speak HTTP: to {method} {path} it said "
+                          f"{shown(str(error))} ({type(error).__name__}); is it the URL crashlab serve printed?") \
+            from None
     except (OSError, ValueError) as error:
         raise ServiceGone(f"the service at {url} did not answer {method} {path} ({error}); the run resumes when run "
                           "again") from None

@@ -31,10 +31,11 @@ PATIENCE = 120
 
 def api_url() -> str:
     """The API of the harness's server: the running one, or one started now."""
-    # Named as `crashlab.scratch` names scratch directories, so a new sweep removes it if its harness was
-    # killed before its watchdog could.
+    # Named and held as `crashlab.scratch` names and holds scratch directories: by each process that uses the server
+    # and by its watchdog, so a new sweep removes it only once all are gone (its harness killed before the watchdog
+    # could remove it).
     directory = scratch.place() / f"crashlab-prefect-pid{os.getppid()}-server"
-    directory.mkdir(exist_ok=True)
+    scratch.shared(directory)
     return f"http://{sidecar.address(directory, __name__, NAME, PATIENCE)}/api"
 
 
