@@ -377,8 +377,8 @@ def test_results_go_into_an_existing_directory_whole_and_leave_its_other_files(c
     (tmp_path / "book.txt").write_text("golden")
     code, _, err = cli("sweep", "--variant", "keys", "--out", str(tmp_path), "--job", "read-only")
     assert code == 0 and err.startswith("wrote ") and err.endswith(f" scenarios and the table to {tmp_path}/\n")
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["book.txt", "manifest.json", "scenarios.jsonl",
-                                                         "summary.csv", "summary.json"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["book.txt", "manifest.json", "receipts.jsonl",
+                                                         "scenarios.jsonl", "summary.csv", "summary.json"]
     assert not list(tmp_path.parent.glob(f".{tmp_path.name}.*.tmp"))
 
 
