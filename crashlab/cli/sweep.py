@@ -207,18 +207,21 @@ def sweep(job_spec: str, loop: str | None, variant: str | None, tracker: str | N
                     "differ, so the table counts the worst each came to (--list flaky names them)")
     if expected is not None:
         differences = golden.compare(rows, expected)
-        for line in differences:
-            click.echo(f"differs: {line}", err=True)
-        if differences:
-            raise CheckFailed(f"the table differs from {golden_file} in {len(differences)} cell(s)")
-        click.echo(f"matches {golden_file}", err=True)
+        held(differences, f"the table differs from {golden_file} in {len(differences)} cell(s)",
+             f"matches {golden_file}")
     if bounds is not None:
         differences = expect.compare(rows, bounds)
-        for line in differences:
-            click.echo(f"differs: {line}", err=True)
-        if differences:
-            raise CheckFailed(f"the sweep breaks {len(differences)} expectation(s) of {expect_file}")
-        click.echo(f"meets {expect_file}", err=True)
+        held(differences, f"the sweep breaks {len(differences)} expectation(s) of {expect_file}",
+             f"meets {expect_file}")
+
+
+def held(differences: list[str], broken: str, holds: str) -> None:
+    """A check's verdict on stderr: each difference a line, then `CheckFailed` (`broken`); or the line `holds`."""
+    for line in differences:
+        click.echo(f"differs: {line}", err=True)
+    if differences:
+        raise CheckFailed(broken)
+    click.echo(holds, err=True)
 
 
 def writable(path: str) -> None:
