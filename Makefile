@@ -55,8 +55,8 @@ $(CREWAI): pyproject.toml
 sweep: $(BASE)
 	$(BIN)/crashlab sweep --variant all --check results/book.txt
 	@echo
-	@echo "make results regenerates the rest of results/ (about 40 minutes here, most of it installing and sweeping"
-	@echo "the agent runtimes): the agent's own loop against every tracker, every fault at each of its settings and"
+	@echo "make results regenerates the rest of results/ (nearly all of its time installing and sweeping the agent"
+	@echo "runtimes: see the README): the agent's own loop against every tracker, every fault at each of its settings and"
 	@echo "their matrix, the HTTP loop of examples/ under every fault, LangGraph and DBOS under every fault, every"
 	@echo "runtime's table, and the pictures."
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import glob
 import json
 import os
-import platform
 import re
 import shlex
 import shutil
@@ -166,7 +165,6 @@ def manifest(job: Job) -> dict[str, Any]:
         "job": job.source,
         "job_sha256": job.sha256,
         "command": shlex.join(["crashlab", *sys.argv[1:]]),
-        "machine": f"{platform.system()} {platform.machine()}, {os.cpu_count()} cores",
         "python": sys.version.split()[0],
         "dependencies": dependency_versions(),
     }
