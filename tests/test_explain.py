@@ -131,7 +131,7 @@ def test_sweep_out_writes_the_results(cli, tmp_path):
     assert [r["variant"] for r in json.loads((tmp_path / "r" / "summary.json").read_text())] == ["keys", "markers"]
     assert (tmp_path / "r" / "summary.csv").read_text().startswith("variant,name,faults,setting,points,once,twice,")
     manifest = json.loads((tmp_path / "r" / "manifest.json").read_text())
-    assert set(manifest) == {"crashlab", "job", "job_sha256", "command", "machine", "python", "dependencies"}
+    assert set(manifest) == {"crashlab", "job", "job_sha256", "command", "python", "dependencies"}
     assert manifest["command"].startswith("crashlab sweep --variant keys,markers")
     assert len(manifest["job_sha256"]) == 64
 
