@@ -192,10 +192,12 @@ def added(outcome: Outcome, before: Outcome | None) -> str:
 
 def causes(scenarios: Iterable[ScenarioResult]) -> list[Cause]:
     """The failing scenarios by what their last death added to the harm, and where it fell: one cause each, in the
-    order first seen. A scenario whose last death added nothing (the harm is all its earlier deaths') counts under
-    the earlier deaths' cause, where they die. `scenarios` may be a stream in sweep order (each scenario after the
-    one of its earlier deaths alone): only its ancestors, and each group's last scenario, are held."""
+    order first seen. A scenario whose last death added nothing (the harm is all its earlier deaths') is no cause's:
+    it failed where those deaths fell, and that scenario counts. `scenarios` may be a stream in sweep order (each
+    scenario after the one of its earlier deaths alone): only its ancestors, and each group's last scenario, are
+    held. The scenario a cause replays is the shallowest that shows it, found by its crashes, not its ID."""
     found: dict[str, Cause] = {}
+    depth: dict[str, int] = {}  # each cause's replayed scenario's crashes
     ancestors: list[ScenarioResult] = []
     last: dict[Group, tuple[int, Failure | None]] = {}  # each group's last crash index and failure: a window's edge
     for s in scenarios:
@@ -214,9 +216,10 @@ def causes(scenarios: Iterable[ScenarioResult]) -> list[Cause]:
             continue
         known = found.get(harm)
         if known is None:
-            found[harm] = Cause(harm, (s.points[-1],), 1, 1, s.id)
+            found[harm], depth[harm] = Cause(harm, (s.points[-1],), 1, 1, s.id), len(s.crashes)
             continue
-        shallower = len(s.crashes) < len(known.first_id.split(":")) - 1
+        shallower = len(s.crashes) < depth[harm]
+        depth[harm] = min(depth[harm], len(s.crashes))
         found[harm] = Cause(harm, tuple(dict.fromkeys((*known.points, s.points[-1]))), known.windows + opens,
                             known.scenarios + 1, s.id if shallower else known.first_id)
     return list(found.values())
