@@ -50,6 +50,7 @@ class ServiceProcess:
         self.control = control
         self.model = model  # whether it plays a job's model
         self._errors = errors
+        self._said = ""
 
     @classmethod
     def start(cls, directory: Path, tracker: str = "keyed", keys: str = "optional", retention: float = 24.0,
@@ -95,9 +96,11 @@ class ServiceProcess:
             cls(process, "", ours, errors).close()
             raise
         if not url.startswith("http://") or not token:
-            cls(process, url, ours, errors).close()
+            failed = cls(process, url, ours, errors)
+            failed.close()
+            said = failed.stderr()[-2000:]
             raise HarnessError(f"the service on {directory} did not say its URL and token within {START_TIMEOUT:g} s "
-                               f"(exit status {process.returncode}): {_tail(errors) or 'it wrote nothing to stderr'}")
+                               f"(exit status {process.returncode}): {said or 'it wrote nothing to stderr'}")
         return cls(process, url, ours, errors, token, model=job is not None)
 
     def env(self) -> dict[str, str]:
@@ -147,8 +150,8 @@ class ServiceProcess:
             raise HarnessError(f"the service at {self.url} did not answer {method} {path} ({error})") from None
 
     def stderr(self) -> str:
-        """What the service wrote to stderr so far."""
-        return _tail(self._errors, limit=None)
+        """What the service wrote to stderr so far (all of it, once stopped)."""
+        return self._said if self._errors.closed else _tail(self._errors)
 
     def close(self) -> None:
         """Stop the service: close its control line (which stops it), then SIGTERM, then SIGKILL if need be.
@@ -165,6 +168,9 @@ class ServiceProcess:
         _stop(self.process)
         if self.process.stdout is not None:
             self.process.stdout.close()
+        if not self._errors.closed:  # read now and closed: a handle left for the collector is a leaked descriptor
+            self._said = _tail(self._errors)
+            self._errors.close()
 
     def __enter__(self) -> ServiceProcess:
         return self
@@ -205,8 +211,7 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
     process.wait()
 
 
-def _tail(errors: IO[bytes], limit: int | None = 2000) -> str:
+def _tail(errors: IO[bytes]) -> str:
     errors.flush()
     errors.seek(0)
-    text = errors.read().decode(errors="replace").strip()
-    return text if limit is None else text[-limit:]
+    return errors.read().decode(errors="replace").strip()
