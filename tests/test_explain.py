@@ -1,6 +1,8 @@
 """From the table to one scenario: IDs, the crash points, the story, lists and results on disk."""
 
 import json
+import os
+import platform
 import re
 
 import pytest
@@ -131,7 +133,8 @@ def test_sweep_out_writes_the_results(cli, tmp_path):
     assert [r["variant"] for r in json.loads((tmp_path / "r" / "summary.json").read_text())] == ["keys", "markers"]
     assert (tmp_path / "r" / "summary.csv").read_text().startswith("variant,name,faults,setting,points,once,twice,")
     manifest = json.loads((tmp_path / "r" / "manifest.json").read_text())
-    assert set(manifest) == {"crashlab", "job", "job_sha256", "command", "python", "dependencies"}
+    assert set(manifest) == {"crashlab", "job", "job_sha256", "command", "python", "dependencies", "machine"}
+    assert manifest["machine"]["cpus"] == os.cpu_count() and manifest["machine"]["system"] == platform.system()
     assert manifest["command"].startswith("crashlab sweep --variant keys,markers")
     assert len(manifest["job_sha256"]) == 64
 

@@ -58,7 +58,7 @@ def read_results(directory: str | Path) -> dict[str, Any]:
             "provenance": {"crashlab": manifest.get("crashlab", "?"), "command": manifest.get("command", "?"),
                            "job": manifest.get("job", "?"), "job_sha256": manifest.get("job_sha256", "?"),
                            "date": f"{date} (manifest.json written)",
-                           "machine": manifest.get("machine", "not recorded (swept before crashlab recorded it)"),
+                           "machine": _machine(manifest.get("machine")),
                            "python": manifest.get("python", "?")}}
 
 
@@ -67,3 +67,10 @@ def render(data: dict[str, Any]) -> str:
     page = resources.files("crashlab.report").joinpath("report.html").read_text(encoding="utf-8")
     blob = json.dumps(data, separators=(",", ":")).replace("<", "\\u003c")
     return page.replace("/*DATA*/{}", blob, 1)
+
+
+def _machine(said: Any) -> str:
+    """The manifest's machine in a line: ``Linux 6.8.0 x86_64, 2 CPUs``."""
+    if not isinstance(said, dict):
+        return "not recorded (swept before crashlab recorded it)"
+    return f"{said.get('system', '?')} {said.get('kernel', '?')} {said.get('arch', '?')}, {said.get('cpus', '?')} CPUs"

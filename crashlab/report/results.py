@@ -10,6 +10,7 @@ from __future__ import annotations
 import glob
 import json
 import os
+import platform
 import re
 import shlex
 import shutil
@@ -167,7 +168,15 @@ def manifest(job: Job) -> dict[str, Any]:
         "command": shlex.join(["crashlab", *sys.argv[1:]]),
         "python": sys.version.split()[0],
         "dependencies": dependency_versions(),
+        "machine": machine(),
     }
+
+
+def machine() -> dict[str, Any]:
+    """The machine the figures were measured on, as far as it stays the same from one run to the next: a
+    time or a load is not here, so sweeping again on the same machine still changes no file."""
+    return {"system": platform.system(), "kernel": platform.release(), "arch": platform.machine(),
+            "cpus": os.cpu_count() or 0}
 
 
 def dependency_versions() -> dict[str, str]:
