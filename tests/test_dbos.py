@@ -10,7 +10,7 @@ import pytest
 
 from crashlab.durable.fuse import unusable
 
-from .helpers import same_but_states, sweep_family
+from .helpers import same_sweep, sweep_family
 
 pytestmark = pytest.mark.slow
 
@@ -90,7 +90,7 @@ def test_shared_a_dbos_sweep_is_the_re_executed_one_scenario_by_scenario(triage)
     content with DBOS's stamps left out (`STAMPS`), so far fewer restarts than scenarios."""
     for shared, replayed in zip(sweep_family("dbos", triage, depth=2, share=True),
                                 sweep_family("dbos", triage, depth=2), strict=True):
-        same_but_states(shared, replayed)
+        same_sweep(shared, replayed)
         assert shared.row().distinct < shared.row().scenarios / 3
 
 
@@ -101,7 +101,7 @@ def test_a_shared_dbos_sweep_that_did_not_put_the_services_rows_back_would_be_ca
     monkeypatch.setattr(Outside, "load", lambda self, dumped: None)
     shared, replayed = (sweep_family("dbos", triage, slugs={"dbos-keyed"}, share=share)[0] for share in (True, False))
     with pytest.raises(AssertionError):
-        same_but_states(shared, replayed)
+        same_sweep(shared, replayed)
 
 
 def test_a_state_that_forgot_what_dbos_recorded_would_be_caught(triage, monkeypatch):
@@ -113,4 +113,4 @@ def test_a_state_that_forgot_what_dbos_recorded_would_be_caught(triage, monkeypa
     monkeypatch.setattr(content, "tables", lambda *args: [t for t in tables(*args) if t[0] != "operation_outputs"])
     shared, replayed = (sweep_family("dbos", triage, slugs={"dbos-plain"}, share=share)[0] for share in (True, False))
     with pytest.raises(AssertionError):
-        same_but_states(shared, replayed)
+        same_sweep(shared, replayed)

@@ -10,12 +10,15 @@ Every count is read from the world after a scenario has run; nothing is computed
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
 from itertools import zip_longest
 from operator import attrgetter
 from typing import TYPE_CHECKING
+
+import msgspec
 
 from crashlab.errors import Stray
 from crashlab.protocols.death import Choice, Left
@@ -89,6 +92,9 @@ class Life:
     """
 
     state: bytes  # the fingerprint of the durable state it started from; b"" for the first process
+    #: A digest of what it and every life after it came to, as the scenarios' results say it (`future`): the same
+    #: however the sweep ran, shared or re-executed, here or on a worker.
+    future: bytes
     outcome: Outcome
     hits: int  # crash points it passed
     saves: int  # saves it began
@@ -106,7 +112,7 @@ def life_of(run: ScenarioRun | None, state: bytes, baseline_calls: int, after: S
     run's own for a flaky scenario (with `run` None where no repeat of it ran whole)."""
     if run is None:
         assert outcome is not None, "a life that never ran has the outcome it was given"
-        return Life(state, outcome, 0, 0, (), (), (), (), Tally(), Tally.one(outcome, 0, 0))
+        return Life(state, future(outcome, 0, 0, ()), outcome, 0, 0, (), (), (), (), Tally(), Tally.one(outcome, 0, 0))
     process, labels, saves_by, saves = run.points.process, [], [], 0
     for e in run.points.events:
         if e.process != process:
@@ -119,8 +125,23 @@ def life_of(run: ScenarioRun | None, state: bytes, baseline_calls: int, after: S
     below = sum((life.tally.behind(j, saves_by[j - 1]) for (j, _), life in zip(forks, after, strict=True)), Tally())
     outcome = outcome or run.outcome(baseline_calls)
     tally = Tally.one(outcome, len(labels), saves) + below
-    return Life(state, outcome, len(labels), saves, tuple(labels), tuple(saves_by), tuple(forks), tuple(after), below,
-                tally)
+    names = named(labels)
+    ahead = [(j, names[j - 1], saves_by[j - 1], choice, life.future)
+             for (j, choice), life in zip(forks, after, strict=True)]
+    return Life(state, future(outcome, len(labels), saves, ahead), outcome, len(labels), saves, tuple(labels),
+                tuple(saves_by), tuple(forks), tuple(after), below, tally)
+
+
+_canonical = msgspec.msgpack.Encoder(order="sorted")
+
+
+def future(outcome: Outcome, hits: int, saves: int, ahead: Sequence[tuple[int, str, int, Choice, bytes]]) -> bytes:
+    """A life's future: its outcome, the points and saves it passed, and at each crash that the sweep follows, the
+    point (its index and label#occurrence), the saves before it, the state it left as its faults chose it, and the
+    future of the life after it: all that the scenarios' results hold of it and of the lives below it, and nothing
+    of its files. Two lives from equal states have one future; so do two from states that differ only in what no
+    restart acts on (an ID a run drew, a page a commit raced with)."""
+    return hashlib.blake2b(_canonical.encode((outcome, hits, saves, ahead)), digest_size=16).digest()
 
 
 def deaths(groups: Iterable[Iterable[Left]], grow: Callable[[Left], Life]) -> Iterator[tuple[Choice, Life]]:
@@ -349,15 +370,25 @@ class VariantSweep:
             total = total + Tally.one(tree.root.outcome, tree.root.hits, tree.root.saves, crashes=0)
         return total
 
+    def told(self, life: Life) -> bytes:
+        """What tells apart the state `life` started from, in the counts of states (`distinct`, `windows`): the state's
+        fingerprint, for a loop whose progress is crashlab's checkpoint, which crashlab reads as a value that every run
+        leaves alike; the life's `future` for a loop that keeps files of its own, whose bytes hold what each run drew
+        (its run ID, a runtime's stamps) and what raced with its death. By its fingerprint, such a state would be new
+        in every re-executed scenario, and its count in a shared sweep would hang on which copies met which: by its
+        future, the shared sweep and the re-executed one count the same states, every run."""
+        return life.state if self.setup.variant.keeps_checkpoint else life.future
+
     def distinct(self) -> int:
-        """Distinct (state, process) pairs among the scenarios' last lives: what the memo runs."""
+        """Distinct (state, process) pairs among the scenarios' last lives, each state as `told` tells it: for a loop
+        that keeps crashlab's checkpoint, what the memo runs."""
         seen: set[tuple[int, bytes, int]] = set()
         for k, tree in enumerate(self.trees):
             visited: set[int] = set()
 
             def walk(life: Life, process: int, k: int = k, visited: set[int] = visited) -> None:
                 for nxt in life.after:
-                    seen.add((k, nxt.state, process + 1))
+                    seen.add((k, self.told(nxt), process + 1))
                     if id(nxt) not in visited:
                         visited.add(id(nxt))
                         walk(nxt, process + 1)
@@ -383,8 +414,8 @@ class VariantSweep:
     def windows(self) -> int:
         """Failure windows: spans of consecutive crash points of one process (after the same deaths, in the same
         state each left) whose scenarios fail the same way, as `crashlab.report.windows` tells them; a process
-        that starts from a state another process of its depth started from has the same windows, and they
-        count once.
+        that starts from a state another process of its depth started from (as `told` tells states apart) has the
+        same windows, and they count once.
 
         A crash point marked where nothing durable happens (a log line) adds a scenario the same as its
         neighbour's, and a restart from the same state as its neighbour's: the scenarios grow with how densely
@@ -396,9 +427,9 @@ class VariantSweep:
 
             def walk(life: Life, path: _Path, tree: Tree = tree, visited: set[tuple[bytes, int]] = visited) -> None:
                 nonlocal total
-                if (life.state, len(path[0])) in visited:
+                if (self.told(life), len(path[0])) in visited:
                     return
-                visited.add((life.state, len(path[0])))
+                visited.add((self.told(life), len(path[0])))
                 last: dict[Choice, tuple[int, Failure | None]] = {}  # per state a death leaves: its last fork
                 for result, nxt, further in self._forks(tree, life, path):
                     if self.varied and not tree.faults.keeps(result):
