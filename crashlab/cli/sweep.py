@@ -198,6 +198,10 @@ def sweep(job_spec: str, loop: str | None, variant: str | None, tracker: str | N
     else:
         formats = {"table": tables.table, "json": tables.to_json, "csv": tables.to_csv}
         click.echo(formats[fmt](rows, columns).rstrip("\n"))
+        if fmt == "table" and (repeated := sum(r.repeated for r in rows)):
+            click.echo(f"{repeated:,} restart{'s' if repeated != 1 else ''}, one from each state a first death left, "
+                       "ran twice to see that the loop repeats itself (a scenario whose two runs differ is flaky)",
+                       err=True)
         if any(v.calls_service for v in variants):
             echo_windows(lambda: every_scenario(sweeps), explaining)
     if out is not None:
