@@ -125,7 +125,8 @@ def sweep(job_spec: str, loop: str | None, variant: str | None, tracker: str | N
       once       crash points of the uninterrupted run: one single-crash scenario each
                  (the agent table calls them points, and counts all scenarios)
       twice      double-crash scenarios: the restart crashed too, at each point it reached
-      distinct   distinct durable states the scenarios' last crashes left
+      distinct   distinct durable states the scenarios' last crashes left (a loop's own
+                 files, by what followed them: the same shared or re-executed)
       windows    failure windows, each once: spans of consecutive crash points that fail
                  alike (not in the book's own table). Quote these two: unlike the
                  scenario counts, they do not grow with how densely a loop is marked

@@ -261,8 +261,8 @@ class Branch:
 #: does not repeat itself (a race that duplicates one time in four): a sample of its restarts runs twice, and a
 #: scenario whose two runs differ is flaky, counted at the worst of them, as `--repeat` counts one re-executed. The
 #: sample is every restart after a first death (each distinct state once): no more than the uninterrupted run's crash
-#: points, a fraction of the restarts at depth 2 (the book's, killed: 172 of 471), and the restarts a person replays
-#: first.
+#: points, a fraction of the restarts at depth 2 (the book's five designs: 85 more beside their 299), and the restarts
+#: a person replays first.
 REPEATED = 1
 
 
