@@ -332,3 +332,26 @@ def test_the_report_of_the_http_loop_opens_in_chromium_tells_a_clicked_windows_s
     assert unswept.startswith("No timeline of any variant under timeout") and "outlined" in unswept
     assert shown == ["keyed"] and runtimes == 0
     assert fetched == [(out / "report.html").as_uri()]  # the page itself, and nothing else
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(CHROMIUM is None, reason="no Chromium here (.ci/run installs Debian's chromium)")
+def test_a_fault_sweeps_timelines_and_its_matrix_column_answer_the_fault_filter_together(cli, tmp_path):
+    playwright = pytest.importorskip("playwright.sync_api", reason="no Playwright (crashlab[browser])")
+    out = tmp_path / "r"
+    code, _, err = cli("sweep", "--variant", "after-reply,keys", "--fault", "tracker-crash", "--commit", "two-step",
+                       "--depth", "1", "--out", str(out))
+    assert code == 0, err
+    assert cli("report", str(out), "--faults", "results/faults")[0] == 0
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        page = browser.new_page()
+        page.goto((out / "report.html").as_uri())
+        shown = {}
+        for fault in ("tracker-crash two-step", "crash"):  # the sweep's fault as the matrix names it, then another
+            page.select_option("#fault", fault)
+            shown[fault] = (page.eval_on_selector_all("#tracks section", "ss => ss.filter(s => !s.hidden).length"),
+                            page.eval_on_selector_all("#matrix th.chosen", "ths => ths.map(th => th.innerText)"),
+                            page.is_visible("#unswept"))
+        browser.close()
+    assert shown == {"tracker-crash two-step": (2, ["tracker-crash two-step"], False), "crash": (0, ["crash"], True)}
