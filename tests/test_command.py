@@ -90,7 +90,7 @@ def test_explain_tells_a_programs_scenario_process_by_process(cli):
     assert code == 0, err
     assert "found on disk: progress.json" in story and "ended: exit status 0" in story
     assert "duplicates:    B ×2 (DUPLICATED)" in story
-    assert "crashlab sees this program only at its service's points (accepted)" in story  # not "mark it"
+    assert "crashlab sees this program only at its service's points (accepted): sweep it with --fs-points" in story
 
 
 @pytest.mark.parametrize(("args", "says"), [
@@ -220,6 +220,10 @@ def test_a_program_that_writes_no_file_has_no_file_system_points(cli):
     found = rows(cli, f"none={NO_FILES_AGENT}", f"saves={PYTHON}", "--fs-points")
     assert (found["none"]["points"], found["none"]["dups"], found["none"]["missing"]) == (3, 0, 0)
     assert found["saves"]["points"] == 19
+    code, story, err = cli("explain", "none:1", "--command", f"none={NO_FILES_AGENT}", "--effects", EFFECTS,
+                           "--fs-points")
+    assert code == 0, err
+    assert "it wrote, synced, renamed and unlinked no file in its run directory" in story
 
 
 @pytest.mark.slow

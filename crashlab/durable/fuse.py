@@ -44,7 +44,8 @@ path it acts on (``{"kind": "point", "label": "fsync:progress.tmp"}``), and held
 word: go on, and it is done; gone (the harness killed the process there), and it is not, for nobody
 waits for it. The process stands in its system call meanwhile, exactly at the point, and no other
 operation passes (the layer serves one at a time). An operation of a process that is exiting is no
-point: a death closes what its process had open, and that close is the death's, not a step.
+point (a death closes what its process had open, and that close is the death's, not a step), nor is
+one of the harness's own.
 """
 
 from __future__ import annotations
@@ -181,7 +182,7 @@ class Passthrough:
     def held(self, operation: str, *paths: str | None) -> None:
         """Tell the harness that `operation` on `paths` is about to happen, and wait for its word; if its process
         died there, fail it (EIO, to nobody) undone. A point only where a process of the program asks for it."""
-        if self.tell is None or exiting(_requester()):
+        if self.tell is None or not programs(_requester()):
             return
         label = f"{operation}:" + "->".join(_shown(path) for path in paths)
         if not self.tell(label):
@@ -305,13 +306,17 @@ def _requester() -> int:
     return mfusepy.fuse_get_context()[2]
 
 
-def exiting(pid: int) -> bool:
-    """Whether the task `pid` is exiting (or gone): its closes are its death's, not a step of its program."""
+def programs(tid: int) -> bool:
+    """Whether the thread `tid` is the program's, acting: not the harness's (the layer's parent, which copies and
+    reads the directory), and not exiting (or gone), for the closes of a dying process are its death's, not a step
+    of its program."""
     try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
-        return True
-    return bool(int(fields[6]) & PF_EXITING)
+        fields = Path(f"/proc/{tid}/stat").read_text().rsplit(")", 1)[1].split()
+        process = next(int(line.split()[1]) for line in Path(f"/proc/{tid}/status").read_text().splitlines()
+                       if line.startswith("Tgid:"))
+    except (OSError, IndexError, StopIteration, ValueError):
+        return False
+    return process != os.getppid() and not int(fields[6]) & PF_EXITING
 
 
 @dataclass

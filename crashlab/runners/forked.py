@@ -217,7 +217,7 @@ class Forked:
         points = Recorder(crashes, setup.id(crashes, choices))
         # A page cache a fault can cut, where one asks for it; the layer that tells a program's file operations, where
         # its variant asks for them: one layer, either way.
-        directory, layer = self.fresh(setup.faults.cuts, setup.variant.fs_points)
+        directory, layer = self.fresh(setup.faults.cuts, setup.variant.fs_points, ())
         outside = Outside.of(setup, self.services, choices)  # None: the loop acts through run.world
 
         def world_now() -> WorldState:
@@ -262,13 +262,13 @@ class Forked:
         assert shares(setup), f"{setup.variant.slug} keeps state the forked runner does not copy"
         warm(setup)
         points = Recorder((), setup.id(crashes, choices), process=len(crashes))
-        if start is not None:
-            assert isinstance(start.state, OnDisk), "a restart of a real process starts from files"
-        directory, layer = self.fresh(False, setup.variant.fs_points, start.state.raw() if start is not None else ())
+        state = start.state if start is not None else None
+        assert state is None or isinstance(state, OnDisk), "a restart of a real process starts from files"
+        directory, layer = self.fresh(False, setup.variant.fs_points, state.raw() if state is not None else ())
         outside = Outside.of(setup, self.services, choices)  # a served loop's service, emptied
-        if start is not None and outside is not None:
-            assert start.state.service is not None, "a served loop's snapshot holds its service's rows"
-            outside.load(start.state.service)
+        if state is not None and outside is not None:
+            assert state.service is not None, "a served loop's snapshot holds its service's rows"
+            outside.load(state.service)
         deaths: list[list[Iterable[Left]]] = []
         # Copied from under the layer, if there is one: at its own point it holds the operation the process stands in,
         # and serves nothing else until the harness answers.
@@ -546,7 +546,7 @@ def every_file(directory: Path) -> Files:
 
 #: A scenario's run directory, and the file-system layer it sits on, if its machine's power is cut at each death
 #: (`cuts`) or its program's file operations are crash points (`tells`), holding `files` (a restart's copy) first.
-Fresh = Callable[[bool, bool, Files], "tuple[Path, Layer | None]"]
+Fresh = Callable[[bool, bool, Iterable[tuple[str, bytes]]], "tuple[Path, Layer | None]"]
 
 
 @contextmanager
@@ -565,7 +565,8 @@ def directories() -> Iterator[Fresh]:
     made: list[Path] = []
     with ExitStack() as mounted:
 
-        def fresh(cuts: bool = False, tells: bool = False, files: Files = ()) -> tuple[Path, Layer | None]:
+        def fresh(cuts: bool = False, tells: bool = False,
+                  files: Iterable[tuple[str, bytes]] = ()) -> tuple[Path, Layer | None]:
             mounted.close()
             for old in made:
                 shutil.rmtree(old, ignore_errors=True)

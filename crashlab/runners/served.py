@@ -175,19 +175,19 @@ def _watch(points: Recorder, child: Child, loop: socket.socket, service: socket.
         if kind != "point":
             points.events.append(Event(points.process, kind, label, where, 0, dict(message.get("detail") or {})))
         crash_point = label if kind == "point" else message.get("point")
+        held = fs if fs is not None and answer is fs else None  # the layer's, held in the process's system call
         if crash_point:
             points.passed += 1
             points.events.append(Event(points.process, "point", str(crash_point), where, points.passed,
-                                       {"service": True} if answer is service else {"fs": True} if answer is fs
-                                       else {}))
+                                       {"service": True} if answer is service else {"fs": True} if held else {}))
             if points.passed == target:
-                if answer is fs:  # killed where it stands, in the operation, which then fails to nobody
+                if held is not None:  # killed where it stands, in the operation, which then fails to nobody
                     child.kill()
-                    control.send(fs, control.GONE)
+                    control.send(held, control.GONE)
                 child.end()  # and only then may the service answer it
                 points.events.append(Event(points.process, "crash", str(crash_point), where, points.passed))
                 points.dead = Crash(str(crash_point), points.passed)
-            elif stopped is not None and answer is fs:  # it stands in its operation, which the layer holds
+            elif stopped is not None and held is not None:  # it stands in its operation, which the layer holds
                 stopped()
             elif stopped is not None:  # where a death would be, the loop stands still, and the service waits
                 child.pause()
@@ -197,13 +197,13 @@ def _watch(points: Recorder, child: Child, loop: socket.socket, service: socket.
                     child.resume()
             if landing is not None:
                 landing.reached(points, where)
-        if answer is not None and answer is not fs and (points.dead is None or (answer is service and not dies)):
+        if answer is not None and held is None and (points.dead is None or (answer is service and not dies)):
             # A loop that died here hears nothing: a request it sent stays on the wire, one it had in hand goes on
             # to nobody, and passes no later point of the service's that a restart would be charged with.
             word = control.GO if points.dead is None else control.HOLD if crash_point == "sent" else control.GONE
             control.send(answer, word)
-        elif answer is fs and points.dead is None:
-            control.send(fs, control.GO)
+        elif held is not None and points.dead is None:
+            control.send(held, control.GO)
         return points.dead is None
 
     def from_loop() -> bool | None:
