@@ -175,6 +175,8 @@ def test_a_programs_file_operations_are_crash_points_named_by_what_they_are_and_
     triage = every_point(cli, PYTHON)
     save = ["fsync:progress.tmp", "close:progress.tmp", "rename:progress.tmp->progress.json", "fsync:."]
     assert triage == [*save, "accepted", *save, "accepted", *save, "accepted", *save]
+    if shutil.which("node") is not None:  # the JavaScript twin, its saves made with node's fs as Python makes them
+        assert every_point(cli, NODE) == triage
     sqlite = every_point(cli, SQLITE_AGENT)
     assert sqlite.count("accepted") == 3
     assert sqlite[sqlite.index("accepted") + 1] == "fdatasync:progress.sqlite-wal"  # the step's commit
