@@ -26,7 +26,7 @@ The persistence model, deliberately POSIX's minimum (what survives a cut; the re
 Of what no sync made durable, a cut may keep any part, and the layer explores a bounded few
 (`Image.cuts`): the disk takes the operations in the order they were made, so a cut keeps those
 before some moment, and of the later ones only what syncs made durable. The first state is all of
-them (what a process crash leaves), the last none (today's worst case: every file never synced
+them (what a process crash leaves), the last none (the worst case: every file never synced
 empty, every name never synced gone, LazyFS's "clear cache"), and between them the newest losses,
 at most `MOST` states in all. Real file systems keep more than the worst: ext4 commits every
 namespace operation before a later ``fsync`` of anything. (LazyFS applies namespace operations at
@@ -36,7 +36,10 @@ not explored.
 
 How: every operation passes to the backing directory at once, and the layer keeps, in memory, the
 `Image`: what the backing held at the mount, and the log of every operation since, each marked when
-a sync made it durable (a durable head of the log is folded into the base). A cut unmounts the
+a sync made it durable (what every state keeps is folded into the base: the log's durable head, and
+each file's synced writes). The harness speaks to the layer while it serves through two extended
+attributes of the mount's root (`SYNC`, `STATES`), which pass in order with the loop's own
+operations. A cut unmounts the
 layer (so the kernel's caches, dirty ``mmap`` pages included, are flushed into it first and gone
 after), then rewrites the backing directory as the chosen state says. Links, symbolic links and
 device files are refused (ENOSYS); modes and times are not modelled.
@@ -115,6 +118,7 @@ class Op:
     offset: int = 0  # a write's offset, a truncate's length
     data: bytes = b""
     durable: bool = False  # a sync made it durable: every state keeps it
+    seq: int = 0  # its place in the order the operations were made, by which a cut keeps those before it
 
     def apply(self, files: dict[int, bytearray], dirs: dict[int, Entries]) -> None:
         if self.kind == "write":
@@ -156,6 +160,7 @@ class Image:
     #: The ways to cut the log the last `cuts` found, newest first: what a state's number names. None keeps it all.
     marked: list[int | None] = field(default_factory=list)
     made: int = 0  # objects made: the next one's id
+    recorded: int = 0  # operations recorded: the next one's place
 
     @classmethod
     def of(cls, backing: Path) -> Image:
@@ -183,6 +188,7 @@ class Image:
         return self.made - 1
 
     def record(self, op: Op) -> None:
+        op.seq, self.recorded = self.recorded, self.recorded + 1
         self.log.append(op)
 
     def sync(self, obj: int) -> None:
@@ -200,19 +206,23 @@ class Image:
         self.fold()
 
     def fold(self) -> None:
-        """Apply the durable head of the log to the base, which every state keeps."""
-        head = next((k for k, op in enumerate(self.log) if not op.durable), len(self.log))
-        for op in self.log[:head]:
-            op.apply(self.files, self.dirs)
-        del self.log[:head]
+        """Apply to the base what every state keeps: the log's durable head, and every durable write (a file's
+        sync makes all its writes before it durable, so its content at the sync is in every state)."""
+        kept = []
+        for op in self.log:
+            if op.durable and (op.kind in DATA or not kept):
+                op.apply(self.files, self.dirs)
+            else:
+                kept.append(op)
+        self.log = kept
 
     def state(self, cut: int | None) -> Tree:
-        """The run directory as a cut leaves it: the operations of the log before `cut` (all, if None) reached the
+        """The run directory as a cut leaves it: the operations made before the `cut`-th (all, if None) reached the
         disk, and of the later ones those a sync made durable."""
         files: dict[int, bytearray] = {}
         dirs = {obj: dict(entries) for obj, entries in self.dirs.items()}
-        for k, op in enumerate(self.log):
-            if cut is None or k < cut or op.durable:
+        for op in self.log:
+            if cut is None or op.seq < cut or op.durable:
                 if op.kind in DATA and op.obj not in files:
                     files[op.obj] = bytearray(self.files.get(op.obj, b""))
                 op.apply(files, dirs)
@@ -226,7 +236,7 @@ class Image:
         """How many distinct states a cut now admits, at most `MOST`, newest first: all the log (what a process crash
         leaves), then cut before each operation no sync made durable, the newest first, and last the most a cut can
         take (only what syncs made durable). Each is marked, for `restore` to find it by its number."""
-        pending = [k for k in reversed(range(len(self.log))) if not self.log[k].durable]
+        pending = [op.seq for op in reversed(self.log) if not op.durable]
         seen: dict[Frozen, int | None] = {}
         for cut in [None, *pending[:TRIED]]:
             if len(seen) == MOST - 1:
