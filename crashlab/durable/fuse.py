@@ -208,7 +208,7 @@ class Image:
     def fold(self) -> None:
         """Apply to the base what every state keeps: the log's durable head, and every durable write (a file's
         sync makes all its writes before it durable, so its content at the sync is in every state)."""
-        kept = []
+        kept: list[Op] = []
         for op in self.log:
             if op.durable and (op.kind in DATA or not kept):
                 op.apply(self.files, self.dirs)

@@ -455,7 +455,7 @@ class Outside:
                             for s, hours in enumerate(self.serving.downtimes, start=1))]
         if self.serving.cuts:
             states = int(point.detail.get("states", 1))
-            groups = [tuple(left.then(cut(s, states), s) for left in group for s in range(1, states + 1))
+            groups = [tuple(left.then(cut_state(s, states), s) for left in group for s in range(1, states + 1))
                       for group in groups]
         if self.serving.late:
             if not (point.label == "sent" and point.detail.get("service")):
@@ -464,7 +464,7 @@ class Outside:
         return groups
 
 
-def cut(state: int, states: int) -> str:
+def cut_state(state: int, states: int) -> str:
     """The `state`-th of the `states` states a power cut admits, as people read it."""
     if state == states:
         return "the power cut left in the run directory only what its syncs made durable"

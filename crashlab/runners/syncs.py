@@ -103,8 +103,11 @@ class Syncs:
         poll = select.poll()
         poll.register(self.listener, select.POLLIN)
         while not self.closing.is_set():
-            if not poll.poll(50):
+            ready = poll.poll(50)
+            if not ready:
                 continue
+            if ready[0][1] & (select.POLLHUP | select.POLLERR | select.POLLNVAL):
+                return  # every process under the filter has ended
             asked = bytearray(NOTIF.size)
             try:
                 fcntl.ioctl(self.listener, NOTIF_RECV, asked, True)
