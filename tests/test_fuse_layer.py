@@ -3,7 +3,9 @@
 The model is checked twice: on the layer's operations called directly (fast, no FUSE), and through a
 real mount, with plain syscalls and with SQLite run in a process killed before the cut (slow,
 skipped where FUSE is not usable). Every mount is under a fresh temporary directory, and a test
-fails if one is left behind.
+fails if one is left behind. The sweeps at the end run loops of their own, written here, that import
+nothing of crashlab's but the HTTP loop of examples/: one that saves with sync(2) or syncfs(2), one
+whose restart is stuck only in a state between a process crash's and the most a cut can take.
 """
 
 from __future__ import annotations
