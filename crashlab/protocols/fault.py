@@ -57,8 +57,19 @@ class PageCache(Protocol):
     """What a runner that runs processes for real can offer a fault: the page cache under the loop's run
     directory, which can be cut as a power cut would (`crashlab.durable.fuse.Layer`)."""
 
-    def cut(self) -> list[str]:
-        """Drop every write no sync made durable; what was taken back, as people read it."""
+    def states(self) -> int:
+        """How many states a cut now would leave, newest first: the first a process crash's, the last the most a
+        cut can take (only what syncs made durable)."""
+        ...
+
+    def sync(self) -> None:
+        """Make everything durable, as ``sync(2)`` does: the runner calls it for the loop, whose call the page
+        cache cannot see."""
+        ...
+
+    def cut(self, state: int | None = None) -> list[str]:
+        """Leave the `state`-th state the last `states` counted (None: the most a cut can take); what was taken
+        back, as people read it."""
         ...
 
 
@@ -69,6 +80,9 @@ class Machine:
 
     page_cache: PageCache | None
     note: Callable[..., None]  # `Recorder.note`: an event of the fault's own, for the story
+    #: Which of the states the page cache admits the death leaves (from 1, newest first), as the scenario's
+    #: choice names it; None: the most a cut can take.
+    state: int | None = None
 
 
 @dataclass(frozen=True)
@@ -91,7 +105,9 @@ class Serving:
     `downtimes`, each death leaves one state per downtime (its choice, ``I~S``): the service's clock
     moves on by it before the restart. Its person answers question `wrong_at` wrong. With `late`, a
     death at its point ``sent`` leaves the request on the wire, and each point of the restart where it
-    may land is a state (its choice, ``I~K``), open-ended as the restart's points are.
+    may land is a state (its choice, ``I~K``), open-ended as the restart's points are. With `cuts`, the
+    loop's machine loses power at each death, and its run directory keeps one of the states its page
+    cache admits where it died (its choice, ``I~S``).
     """
 
     commit: str = "one-txn"
@@ -101,8 +117,7 @@ class Serving:
     wrong_at: int = 0  # the question (from 1) its person answers wrong; 0: none
     no_reply: str = ""  # "K-applied" or "K-lost": its K-th changing request gets no reply in time
     late: bool = False
-    #: What a fault makes of each death's state besides the crash, as people read it: one choice each (``I~1``).
-    leaves: tuple[str, ...] = ()
+    cuts: bool = False
 
 
 @dataclass(frozen=True)

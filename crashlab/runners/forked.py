@@ -229,7 +229,8 @@ class Forked:
             note_found(points, directory, setup)
             try:
                 returned = live(setup, points, directory, limit=self.limit) if outside is None else \
-                    outside.live(points, directory, partial(live, limit=self.limit), self.limit, fs=told(layer))
+                    outside.live(points, directory, partial(live, limit=self.limit), self.limit, fs=told(layer),
+                                 cache=layer if setup.faults.cuts else None)
             except LoopFailed as failed:
                 if not (crashes or setup.faults) or points.process <= len(crashes):
                     raise  # it fails by itself, or before the point it reached before: not deterministic
@@ -239,11 +240,12 @@ class Forked:
             check_death(points, returned)
             if points.dead is None:
                 break
-            # The process is dead, with every process it started: only now may a fault act on its machine.
-            setup.faults.died(Machine(layer if setup.faults.cuts else None, points.note))
+            choice = choices[points.process - 1] if points.process <= len(choices) else ()
             if outside is not None:  # the state its choice names, among those the service's faults leave here
-                chosen(outside.left(points.points(points.process)[-1]), choices[points.process - 1]
-                       if points.process <= len(choices) else (), points)
+                chosen(outside.left(points.points(points.process)[-1]), choice, points)
+            # The process is dead, with every process it started: only now may a fault act on its machine.
+            setup.faults.died(Machine(layer if setup.faults.cuts else None, points.note,
+                                      outside.cut(choice) if outside is not None else None))
             if points.process == len(crashes):  # the last death: where the last process starts, as sharing sees it
                 start = Left(on_disk(directory, setup, outside, raw=False) if outside and shares(setup) else
                              Durable(files_of(directory, setup, by_content=False), world_now()))

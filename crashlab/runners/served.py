@@ -39,11 +39,12 @@ from crashlab.durable.store import FileStore
 from crashlab.errors import BadInput, HarnessError
 from crashlab.lifeline import dies_with
 from crashlab.protocols.death import Choice, Left, NoSuchChoice
-from crashlab.protocols.fault import Serving
+from crashlab.protocols.fault import PageCache, Serving
 from crashlab.protocols.points import Crash, Event, Recorder, Where, recording
 from crashlab.protocols.run import Program, Run
 from crashlab.protocols.runner import TIME_LIMIT
 from crashlab.protocols.scenario import Setup
+from crashlab.runners import syncs
 from crashlab.runners.group import Boundary, Child, Hung, Outlived
 from crashlab.runners.output import Output, flush
 from crashlab.runners.turns import turns
@@ -89,7 +90,8 @@ def _where(where: Where) -> list[Any]:
 
 def live_served(setup: Setup, points: Recorder, directory: Path, service: ServiceProcess, dies: bool = False,
                 landing: Landing | None = None, limit: float = TIME_LIMIT,
-                stopped: Callable[[], None] | None = None, fs: socket.socket | None = None) -> bool:
+                stopped: Callable[[], None] | None = None, fs: socket.socket | None = None,
+                cache: PageCache | None = None) -> bool:
     """Fork the process `points.process` of the scenario against `service`; True if it returned, False if
     it died at its crash point. Its events, and the service's while it ran, go into `points` in order.
 
@@ -100,9 +102,12 @@ def live_served(setup: Setup, points: Recorder, directory: Path, service: Servic
     `LoopFailed`, hung, past `limit` seconds.
     With `stopped`, at each point it passes alive, the harness stops the group, as a death would take it,
     runs `stopped()`, and lets it go on. What it prints is kept apart (`crashlab.runners.output`), noted in `points`.
-    With `fs`, the line of the file-system layer under `directory`, a program's file operations are points too."""
+    With `fs`, the line of the file-system layer under `directory`, a program's file operations are points too.
+    With `cache`, the page cache under `directory` a power cut may cut: each point says how many states a cut
+    there would leave, and the process's ``sync`` and ``syncfs`` reach it (`crashlab.runners.syncs`)."""
     assert service.control is not None, "a sweep's service has a control line"
     ours, theirs = socket.socketpair()
+    hears, catches = socket.socketpair() if cache is not None else (None, None)
     parent = os.getpid()
     boundary = Boundary.new()
     output = Output()
@@ -117,6 +122,9 @@ def live_served(setup: Setup, points: Recorder, directory: Path, service: Servic
             if fs is not None:
                 fs.close()
             output.redirect()
+            if hears is not None and catches is not None:
+                hears.close()
+                syncs.catch(catches)
             if isinstance(setup.variant.entry, Program):
                 status = _exec(setup.variant.entry, directory, theirs, service.env())
             else:
@@ -129,11 +137,18 @@ def live_served(setup: Setup, points: Recorder, directory: Path, service: Servic
     output.opened()
     child = Child(pid, limit, boundary)
     ended = os.pidfd_open(pid) if isinstance(setup.variant.entry, Program) else None
+    caught = None
+    if hears is not None and catches is not None and cache is not None:
+        catches.close()
+        caught = syncs.Syncs.heard(hears, cache.sync, directory)
     try:
         try:
-            return _watch(points, child, ours, service.control, dies, landing, stopped, output, ended, fs)
+            return _watch(points, child, ours, service.control, dies, landing, stopped, output, ended, fs,
+                          cache.states if cache is not None else None)
         finally:
             child.end()
+            if caught is not None:
+                caught.close()
             ours.close()
             if ended is not None:
                 os.close(ended)
@@ -148,9 +163,11 @@ def live_served(setup: Setup, points: Recorder, directory: Path, service: Servic
 
 def _watch(points: Recorder, child: Child, loop: socket.socket, service: socket.socket, dies: bool,
            landing: Landing | None, stopped: Callable[[], None] | None, output: Output,
-           ended: int | None = None, fs: socket.socket | None = None) -> bool:
+           ended: int | None = None, fs: socket.socket | None = None,
+           states: Callable[[], int] | None = None) -> bool:
     """Take every event of the loop and the service until the loop's process ends, and kill it where told; what it
-    prints, as it comes.
+    prints, as it comes. With `states`, each point says how many states a power cut there would leave: the loop
+    stands still there, and the service waits.
 
     A `Program` tells nothing: its line carries at most why it could not start, and its end is its exit, seen
     on `ended` (a pidfd of its process). Its points are the service's, and the file-system layer's (`fs`).
@@ -178,8 +195,10 @@ def _watch(points: Recorder, child: Child, loop: socket.socket, service: socket.
         held = fs if fs is not None and answer is fs else None  # the layer's, held in the process's system call
         if crash_point:
             points.passed += 1
-            points.events.append(Event(points.process, "point", str(crash_point), where, points.passed,
-                                       {"service": True} if answer is service else {"fs": True} if held else {}))
+            detail: dict[str, Any] = {"service": True} if answer is service else {"fs": True} if held else {}
+            if states is not None:
+                detail["states"] = states()
+            points.events.append(Event(points.process, "point", str(crash_point), where, points.passed, detail))
             if points.passed == target:
                 if held is not None:  # killed where it stands, in the operation, which then fails to nobody
                     child.kill()
@@ -406,9 +425,10 @@ class Outside:
         return cls(setup, services, choices) if variant.calls_service or variant.stands_in is not None else None
 
     def live(self, points: Recorder, directory: Path, plain: Callable[..., bool], limit: float,
-             stopped: Callable[[], None] | None = None, fs: socket.socket | None = None) -> bool:
+             stopped: Callable[[], None] | None = None, fs: socket.socket | None = None,
+             cache: PageCache | None = None) -> bool:
         """One process of the loop, as `live_served` lives it, or, against a service of yours, as `plain` does
-        (at the loop's own points only); `LoopFailed` if it ended with an error. With `stopped` and `fs`, as
+        (at the loop's own points only); `LoopFailed` if it ended with an error. With `stopped`, `fs` and `cache`, as
         `live_served` says."""
         if self.stand is not None:
             return plain(self.setup, points, directory, self.stand.env())
@@ -421,13 +441,17 @@ class Outside:
             if self.serving.late:
                 landing = Landing(choice[-1] if choice else 0, self.service)
         returned = live_served(self.setup, points, directory, self.service, self.serving.dies, landing, limit, stopped,
-                               fs)
+                               fs, cache)
         if returned and landing is not None:
             landing.after_end(points)
         if not returned and self.serving.dies:  # the service dies with the loop, and starts again
             self.service.kill()
             self.service = self.services.restart(self.setup.variant.tracker, self.serving, self.plays)
         return returned
+
+    def cut(self, choice: Choice) -> int | None:
+        """Which of the states its page cache admits a death whose state is `choice` leaves: its power cut's part."""
+        return choice[1 if self.serving.downtimes else 0] if self.serving.cuts and choice else None
 
     @property
     def database(self) -> Path:
@@ -449,21 +473,33 @@ class Outside:
         return served_world(self.setup, self.service.state())
 
     def left(self, point: Event) -> list[Iterable[Left]]:
-        """The states a death at `point` leaves: the crash's; or one per downtime before the restart; the one
-        each fault that `leaves` one makes of it (a power cut's, of the run directory); and, under late delivery,
-        one per point of the restart where the request on the wire lands (none where none is). Their choices
+        """The states a death at `point` leaves: the crash's; or one per downtime before the restart; under a power
+        cut, one per state the run directory's page cache admitted there (`point` says how many); and, under late
+        delivery, one per point of the restart where the request on the wire lands (none where none is). Their choices
         come in the order of the faults' slugs, as a scenario ID names them."""
         groups: list[Iterable[Left]] = [(Left(None),)]
         if self.serving.downtimes:
             groups = [tuple(Left(None, f"it starts {hours:g} h after the death", (s,))
                             for s, hours in enumerate(self.serving.downtimes, start=1))]
-        for what in self.serving.leaves:
-            groups = [tuple(left.then(what, 1) for left in group) for group in groups]
+        if self.serving.cuts:
+            states = int(point.detail.get("states", 1))
+            groups = [tuple(left.then(cut_state(s, states), s) for left in group for s in range(1, states + 1))
+                      for group in groups]
         if self.serving.late:
             if not (point.label == "sent" and point.detail.get("service")):
                 return []  # nothing on the wire: a death here is no scenario of late delivery
             groups = [Landings(left) for group in groups for left in group]
         return groups
+
+
+def cut_state(state: int, states: int) -> str:
+    """The `state`-th of the `states` states a power cut admits, as people read it."""
+    if state == states:
+        return "the power cut left in the run directory only what its syncs made durable"
+    if state == 1:
+        return "the power cut left the run directory as its page cache held it: every operation had reached the disk"
+    return (f"the power cut left the run directory with its newest operations lost, and no synced one (state {state} "
+            f"of {states}, each losing more than the one before)")
 
 
 class Services:
