@@ -238,7 +238,10 @@ def test_each_operation_a_death_can_fall_at_is_told_by_what_it_is_and_its_path(t
 
 def test_an_operation_whose_process_died_at_it_is_never_done(telling) -> None:
     ops, told, words = telling
-    (ops.backing / "progress.tmp").write_bytes(b"{}")
+    fh = ops.create("/progress.tmp", 0o644, os.O_WRONLY)
+    ops.write("/progress.tmp", b"{}", 0, fh)
+    ops.release("/progress.tmp", fh)
+    told.clear()
     words.append(False)  # the harness killed the process there
     with pytest.raises(OSError) as failed:
         ops.rename("/progress.tmp", "/progress.json")
