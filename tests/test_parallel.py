@@ -6,6 +6,8 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from crashlab.job import Call
 from crashlab.protocols.points import Recorder
@@ -357,3 +359,67 @@ def test_a_pool_starts_no_more_workers_than_there_are_units_of_work_and_none_for
     swept = sweep_all([Setup(VARIANTS["after-reply"], triage)], RunnerSpec(), depth=1, workers=1024)
     assert asked and asked[0] <= swept[0].points  # a unit is one first crash or more: after-reply has 34
     assert parallel.grow_everywhere([], RunnerSpec(), 1024, None, lambda n: None) == []
+
+
+@pytest.mark.slow
+def test_every_order_of_three_calls_is_swept_and_the_table_says_so(cli, tmp_path):
+    """Three calls at once, and a loop that resumes by counting its answers: only where A reaches the service after
+    B and C (BCA, CBA) can a death leave B and C made and A not, so that the restart makes B and C again and never A.
+    The schedules of one departure reach four orders of six (ABC, ACB, BAC, CAB): every one of them, swept, never
+    showed it."""
+    import yaml
+
+    from .counting_loop import EFFECTS
+
+    effects = tmp_path / "effects.yaml"
+    effects.write_text(yaml.safe_dump(EFFECTS))
+    loop = ["sweep", "--loop", "tests/counting_loop.py:counting", "--effects", str(effects), "--depth", "1",
+            "--scheduled", "--fault", "interleave"]
+    code, out, err = cli(*loop)
+    assert code == 0, err
+    assert "6 of 6 orders, 8 schedules" in out
+    assert "B made again, C made again, A lost" in err  # a cause: what a death adds
+    code, out, err = cli(*loop, "--interleavings", "3")
+    assert "3 schedules, bounded at 3: orders not covered: ACB, BCA, CBA" in out
+    assert "A lost" in err and "B made again, C made again, A lost" not in err
+
+
+def requests_at_once(shape, picks):
+    """A reply of calls on a pool, each passing `before` points, making its request, then passing `after` points
+    (`shape`: one (before, after) per call, named A, B, ...), run in this process under the schedule `picks`: what
+    the search reads of the run."""
+    from crashlab.faults.orders import ran
+    from crashlab.protocols.points import recording
+    from crashlab.protocols.schedule import scheduling
+
+    import crashlab
+
+    points = Recorder()
+    points.start_process()
+
+    def call(name: str, before: int, after: int) -> None:
+        for k in range(before):
+            crashlab.point(f"{name}-before-{k}")
+        points.note("request", "create_issue", call=name)
+        for k in range(after):
+            crashlab.point(f"{name}-after-{k}")
+
+    with recording(points), scheduling(picks, points.note):
+        crashlab.point("start")
+        with ThreadPoolExecutor(max_workers=len(shape)) as pool:
+            for future in [pool.submit(call, "ABCD"[k], *counts) for k, counts in enumerate(shape)]:
+                future.result()
+    return ran(points.events, ["request"])
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 2), st.integers(0, 2)), min_size=1, max_size=3))
+def test_the_search_reaches_every_order_of_calls_made_at_once(shape):
+    """Unbounded, the orders the search reaches are every permutation of the calls: none is left to chance."""
+    from itertools import permutations
+
+    from crashlab.faults.orders import search
+
+    found = search(lambda picks: requests_at_once(shape, picks), 10_000)
+    assert set(found.orders) == set(permutations("ABCD"[:len(shape)]))
+    assert found.orders[tuple("ABCD"[:len(shape)])] == ()  # the default schedule reaches submission order

@@ -53,6 +53,13 @@ class Swept(Protocol):
     def scenarios(self) -> Iterator[ScenarioResult]: ...
 
 
+class Rerunning(Swept, Protocol):
+    """The sweep without the faults that vary, which can run the loop once more, uninterrupted, under other faults:
+    what a fault that searches (the orders of a loop's parallel calls) runs to find what it varies over."""
+
+    def rerun(self, faults: Faults) -> ScenarioRun: ...
+
+
 class PageCache(Protocol):
     """What a runner that runs processes for real can offer a fault: the page cache under the loop's run
     directory, which can be cut as a power cut would (`crashlab.durable.fuse.Layer`)."""
@@ -220,7 +227,7 @@ class Fault:
         """How many crashes a scenario under it may have, given the sweep's depth."""
         return depth
 
-    def variations(self, without: Swept) -> Iterable[Fault]:
+    def variations(self, without: Rerunning) -> Iterable[Fault]:
         """The faults a sweep runs, each a sweep of its own; `without` is the sweep without this fault."""
         return (self,)
 
@@ -393,7 +400,7 @@ class Faults:
         no value names one."""
         return tuple(f for f in self.members if type(f).variations is not Fault.variations and not f.value)
 
-    def variations(self, without: Swept) -> Iterator[Faults]:
+    def variations(self, without: Rerunning) -> Iterator[Faults]:
         """The fully configured faults a sweep under these runs, one tree each: every combination of the
         varying faults' configurations, found from `without`, the sweep under the faults that do not vary."""
         choices = [list(f.variations(without)) if f in self.varying else [f] for f in self.members]
