@@ -120,7 +120,7 @@ def search(run: Callable[[Schedule], Ran], most: int) -> Search:
     is new: more than `most` runs is refused in one line (the orders of that many calls are a search, not a test)."""
     ran: dict[Schedule, Order] = {}
     waiting: list[tuple[int, int, Schedule]] = [(0, 0, ())]
-    queued = {()}
+    queued: set[Schedule] = {()}
     while waiting:
         *_, schedule = heapq.heappop(waiting)
         if len(ran) == most:
