@@ -89,14 +89,14 @@ def pooled(labels: list[str], nested: bool = False) -> None:
     crashlab.point("end")
 
 
-def scheduled(picks=(), nested=False):
+def scheduled(picks=(), nested=False, first=()):
     """The points one scheduled run of `pooled` passes, and the decisions it noted."""
     from crashlab.protocols.points import recording
     from crashlab.protocols.schedule import scheduling
 
     points, results = Recorder(), []
     points.start_process()
-    with recording(points), scheduling(picks, points.note):
+    with recording(points), scheduling(picks, points.note, first):
         pooled(results, nested)
     return [e.label for e in points.points()], [e.detail for e in points.events if e.kind == "schedule"]
 
@@ -111,6 +111,15 @@ def test_threads_on_a_pool_pass_their_points_in_one_order_and_a_schedule_replays
     assert scheduled((3,))[0] == third
     preempted, _ = scheduled((1, 2))  # A, about to pass its first point, yields there to B
     assert preempted[:4] == ["start", "B-sent", "B-saved", "A-sent"]
+
+
+def test_a_restart_s_threads_go_first_in_the_order_it_names_them():
+    """A restart's schedule names threads, not options: its decisions depend on what its state left it to do."""
+    backwards, decisions = scheduled(first=(3, 2, 1))
+    assert backwards == ["start", "C-sent", "C-saved", "B-sent", "B-saved", "A-sent", "A-saved", "end"]
+    assert scheduled(first=(3, 2, 1)) == (backwards, decisions)
+    assert scheduled(first=(2,))[0][1:5] == ["B-sent", "B-saved", "A-sent", "A-saved"]  # the others as by default
+    assert scheduled((3, 1), first=(2,))[0][1:3] == ["C-sent", "B-sent"]  # picks, where given, come first
 
 
 def test_a_task_waiting_on_a_pool_of_one_worker_is_not_deadlocked_by_the_schedule():
@@ -250,7 +259,8 @@ def test_a_loop_of_yours_with_calls_on_threads_sweeps_deterministically():
     runs = [interleaved_sweep([setup], 7, share=False, repeat=2, strays_fail=False)[0] for _ in range(2)]
     assert as_json(runs[0]) == as_json(runs[1])
     row = runs[0].row()
-    assert row.flaky == 0 and row.orders == "6 of 6 orders, 7 schedules" and row.dups > 0
+    assert row.flaky == 0 and row.dups > 0
+    assert row.orders == "7 schedules, bounded at 7: restarts' orders not run: 213, 231, 312, 321"
     assert len(first_duplicated(runs[0])) > 1
 
 
@@ -376,13 +386,35 @@ def test_every_order_of_three_calls_is_swept_and_the_table_says_so(cli, tmp_path
     effects.write_text(yaml.safe_dump(EFFECTS))
     loop = ["sweep", "--loop", "tests/counting_loop.py:counting", "--effects", str(effects), "--depth", "1",
             "--scheduled", "--fault", "interleave"]
-    code, out, err = cli(*loop)
+    code, out, err = cli(*loop, "--interleavings", "all")
     assert code == 0, err
-    assert "6 of 6 orders, 8 schedules" in out
+    assert "6 of 6 orders, restarts in 6 of 6, 20 schedules" in out
     assert "B made again, C made again, A lost" in err  # a cause: what a death adds
     code, out, err = cli(*loop, "--interleavings", "3")
-    assert "3 schedules, bounded at 3: orders not covered: ACB, BCA, CBA" in out
+    assert ("3 schedules, bounded at 3: orders not covered: ACB, BCA, CBA; restarts' orders not run: 132, 213, 231, "
+            "312, 321") in out
     assert "A lost" in err and "B made again, C made again, A lost" not in err
+
+
+@pytest.mark.slow
+def test_a_restart_runs_its_threads_in_the_order_its_scenario_names(cli, tmp_path):
+    """``-2.3.1``: every restart runs its second thread first while it can, then its third, then its first. The first
+    process dies before anything is made; its restart makes B and C and dies before A: the next counts two answers,
+    skips A and B, and makes C again. A restart in the default order makes A first, and never loses it so."""
+    import yaml
+
+    from .counting_loop import EFFECTS
+
+    effects = tmp_path / "effects.yaml"
+    effects.write_text(yaml.safe_dump(EFFECTS))
+    loop = ["--loop", "tests/counting_loop.py:counting", "--effects", str(effects), "--scheduled"]
+    code, out, err = cli("explain", "counting+interleave=1-2.3.1:1:7", *loop)
+    assert code == 0, err
+    assert "missing:       A" in out and "C ×2" in out
+    restart = out[out.index("process 2 (restart)"):out.index("process 3 (restart)")]
+    assert restart.index("Export times out") < restart.index("Dark mode is unreadable")  # B, then C
+    code, out, err = cli("explain", "counting+interleave=1-2.2:1:7", *loop)
+    assert code == 2 and "each once" in err and "Traceback" not in err
 
 
 def requests_at_once(shape, picks):

@@ -247,8 +247,9 @@ class Fault:
         """What a table's ``orders`` column says of the schedules `sweep` ran under this fault, if anything."""
         return ""
 
-    def schedule(self) -> tuple[int, ...] | None:
-        """The schedule of the first process's threads (`crashlab.protocols.schedule`), if it names one."""
+    def schedule(self, process: int) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+        """The schedule of process `process`'s threads (`crashlab.protocols.schedule`), if it names one: the option
+        taken at each decision (the first process's), and the threads that go first (a restart's)."""
         return None
 
     def serve(self, serving: Serving) -> Serving | None:
@@ -354,11 +355,10 @@ class Faults:
             state = fault.begin(earlier) or state
         return state
 
-    def schedule(self, process: int) -> tuple[int, ...]:
-        """The schedule of process `process`'s threads: the one a fault names for the first, else the default."""
-        if process != 1:
-            return ()
-        return next((s for f in self.members if (s := f.schedule()) is not None), ())
+    def schedule(self, process: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """The schedule of process `process`'s threads, `picks` and `first`: the one a fault names, else the
+        default."""
+        return next((s for f in self.members if (s := f.schedule(process)) is not None), ((), ()))
 
     def serving(self) -> Serving:
         """How crashlab's service runs under every member; a member with no form there is refused in one line."""
