@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from itertools import permutations
+from itertools import islice, permutations
 from typing import TYPE_CHECKING, ClassVar
 
 from crashlab.errors import BadInput
@@ -139,15 +139,20 @@ class Interleave(Fault):
         if not setup.variant.scheduled:
             raise BadInput(f"--fault interleave orders the threads of a loop that runs its tool calls on a thread "
                            f"pool, and {setup.variant.slug}'s threads are not scheduled")
-        names = {repr(e.title): e.name for e in setup.variant.service if e.title is not None}
+        # The service names a request by its title or query: the order names it by its call, or its effect.
+        names = {repr(value): call.id for call in setup.job.calls for name, value in call.args.items()
+                 if name in ("title", "query")}
+        names.update({repr(e.title): e.name for e in setup.variant.service if e.title is not None})
 
         def run(schedule: Schedule) -> Ran:
             done = without.rerun(Faults.of([Interleave(dotted(schedule))])) if schedule else without.first
             return ran(done.points.events, EFFECTS, names)
 
         found = search(run, MOST)
-        tasks = sorted({t for threads in run(()).options for t in threads} - {0})
-        firsts = [order for order in permutations(tasks) if list(order) != tasks]
+        # A restart that resumes the reply numbers its tasks from 1: it runs them in each order of the most tasks
+        # the first process could choose among at once.
+        tasks = list(range(1, 1 + max((len(set(threads) - {0}) for threads in run(()).options), default=0)))
+        firsts = [order for order in islice(permutations(tasks), MOST) if list(order) != tasks]
         one, _ = schedules(decisions_of(without.first), None)
         chosen = list(dict.fromkeys([((), ()), *((s, ()) for s in found.orders.values()), *(((), f) for f in firsts),
                                      *((normal(s), ()) for s in one)]))[: self.limit]
@@ -171,8 +176,8 @@ class Interleave(Fault):
             missed = [*([f"orders not covered: {', '.join(not_covered)}"] if not_covered else []),
                       *([f"restarts' orders not run: {', '.join(not_restarted)}"] if not_restarted else [])]
             return f"{len(ran)} schedules, bounded at {self.limit}: {'; '.join(missed)}"
-        return (f"{len(every)} of {len(every)} orders, restarts in {len(restarts)} of {len(restarts)}, "
-                f"{len(ran)} schedules")
+        restarting = f"restarts in {len(restarts)} of {len(restarts)}, " if len(restarts) > 1 else ""
+        return f"{len(every)} of {len(every)} orders, {restarting}{len(ran)} schedules"
 
     def serve(self, serving: Serving) -> Serving:
         return serving
