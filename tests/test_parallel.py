@@ -455,3 +455,17 @@ def test_the_search_reaches_every_order_of_calls_made_at_once(shape):
     found = search(lambda picks: requests_at_once(shape, picks), 10_000)
     assert set(found.orders) == set(permutations("ABCD"[:len(shape)]))
     assert found.orders[tuple("ABCD"[:len(shape)])] == ()  # the default schedule reaches submission order
+
+
+def test_a_search_that_finds_ever_more_schedules_is_refused_in_one_line():
+    """A run that always shows one more decision where another thread could have made its request first: past its
+    bound the search stops with one line, and does not run for ever."""
+    from crashlab.errors import BadInput
+    from crashlab.faults.orders import Ran, search
+
+    def run(picks):
+        decisions = len(picks) + 1
+        return Ran((*picks, 1), ((1, 2),) * decisions, ((decisions, 1, "A"), (decisions, 2, "B")))
+
+    with pytest.raises(BadInput, match=r"ran 5 schedules and found more to try: too many calls at once"):
+        search(run, 5)
