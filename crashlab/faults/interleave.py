@@ -173,9 +173,10 @@ class Interleave(Fault):
         not_covered = [order for order in every if order not in reached]
         not_restarted = [order for order in restarts if order not in restarted]
         if not_covered or not_restarted:
-            missed = [*([f"orders not covered: {', '.join(not_covered)}"] if not_covered else []),
-                      *([f"restarts' orders not run: {', '.join(not_restarted)}"] if not_restarted else [])]
-            return f"{len(ran)} schedules, bounded at {self.limit}: {'; '.join(missed)}"
+            orders = f"orders not covered: {', '.join(not_covered)}" if not_covered else \
+                f"{len(every)} of {len(every)} orders"
+            restarting = f"; restarts' orders not run: {', '.join(not_restarted)}" if not_restarted else ""
+            return f"{len(ran)} schedules, bounded at {self.limit}: {orders}{restarting}"
         restarting = f"restarts in {len(restarts)} of {len(restarts)}, " if len(restarts) > 1 else ""
         return f"{len(every)} of {len(every)} orders, {restarting}{len(ran)} schedules"
 
