@@ -60,6 +60,19 @@ LISTS = {
 }
 
 
+class Interleavings(click.ParamType):
+    """`--interleavings`: a number of schedules from 1 to `MOST`, or ``all``."""
+
+    name = "interleavings"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int | str:
+        if value == "all" or (isinstance(value, int) and 1 <= value <= MOST):
+            return value
+        if isinstance(value, str) and value.isascii() and value.isdigit() and 1 <= int(value) <= MOST:
+            return int(value)
+        self.fail(f"{value!r} is not all or a number of schedules from 1 to {MOST:,}", param, ctx)
+
+
 @click.command(cls=Faulted)
 @job_option
 @variant_options
@@ -102,10 +115,12 @@ LISTS = {
                    "one, that SIGKILLs itself at its crash point, over a world in SQLite and a checkpoint file. "
                    "Restarts start from copies of the run directory, taken with the process stopped where its "
                    "death would be, for loops that keep all they keep there; --no-share re-executes every one.")
-@click.option("--interleavings", type=click.IntRange(1, MOST), default=None, show_default=str(LIMIT),
-              help="With --fault interleave, the most schedules of the threads to run, the default's included: each "
-                   "departs from the default at one decision, those that preempt no thread first (CHESS's order). "
-                   "The table says how many it ran of how many there were.")
+@click.option("--interleavings", type=Interleavings(), default=None, show_default=str(LIMIT), metavar="N|all",
+              help="With --fault interleave, the most schedules of the threads to run, or all: the default's, one for "
+                   "each other order in which the calls can reach the world (found by a search of the uninterrupted "
+                   "run), the default with its restarts running their threads in each other order, then those that "
+                   "depart from the default at one decision, those that preempt no thread first (CHESS's order). The "
+                   "table says which orders it covered.")
 @click.option("--state-in-run-dir", is_flag=True,
               help="For a loop of yours: your word that it keeps all it keeps in CRASHLAB_RUN_DIR (and crashlab's "
                    "service), so its restarts may start from copies of what each death left, each distinct state "
@@ -118,7 +133,7 @@ def sweep(job_spec: str, loop: str | None, variant: str | None, tracker: str | N
           scheduled: bool, commands: tuple[str, ...], store: str | None, fmt: str, junit_file: str | None,
           golden_file: str | None, expect_file: str | None, listing: str | None, out: str | None, depth: int,
           max_scenarios: int, replay: bool, workers: int, scheduler: str | None, fault_slugs: tuple[str, ...],
-          kill: bool, time_limit: float, repeat: int, interleavings: int | None, state_in_run_dir: bool,
+          kill: bool, time_limit: float, repeat: int, interleavings: int | str | None, state_in_run_dir: bool,
           fs_points: bool, **settings: str | None) -> None:
     """Crash the loop at every point, and its restart at every point, and count the damage.
 
@@ -158,7 +173,7 @@ def sweep(job_spec: str, loop: str | None, variant: str | None, tracker: str | N
         return every_fault(chosen, job, spec, depth, fmt, out, workers, scheduler, max_scenarios)
     faults = faults_of(fault_slugs, settings)
     if interleavings is not None:
-        faults = bounded(faults, interleavings)
+        faults = bounded(faults, None if interleavings == "all" else int(interleavings))
     if listing is not None and fmt == "junit":
         raise BadInput("--list prints a table, JSON or CSV: JUnit XML is the sweep's, without --list")
     expected = golden.read_golden(golden_file) if golden_file is not None else None

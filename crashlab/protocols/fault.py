@@ -53,6 +53,13 @@ class Swept(Protocol):
     def scenarios(self) -> Iterator[ScenarioResult]: ...
 
 
+class Rerunning(Swept, Protocol):
+    """The sweep without the faults that vary, which can run the loop once more, uninterrupted, under other faults:
+    what a fault that searches (the orders of a loop's parallel calls) runs to find what it varies over."""
+
+    def rerun(self, faults: Faults) -> ScenarioRun: ...
+
+
 class PageCache(Protocol):
     """What a runner that runs processes for real can offer a fault: the page cache under the loop's run
     directory, which can be cut as a power cut would (`crashlab.durable.fuse.Layer`)."""
@@ -235,7 +242,7 @@ class Fault:
         """How many crashes a scenario under it may have, given the sweep's depth."""
         return depth
 
-    def variations(self, without: Swept) -> Iterable[Fault]:
+    def variations(self, without: Rerunning) -> Iterable[Fault]:
         """The faults a sweep runs, each a sweep of its own; `without` is the sweep without this fault."""
         return (self,)
 
@@ -255,8 +262,9 @@ class Fault:
         """What a table's ``orders`` column says of the schedules `sweep` ran under this fault, if anything."""
         return ""
 
-    def schedule(self) -> tuple[int, ...] | None:
-        """The schedule of the first process's threads (`crashlab.protocols.schedule`), if it names one."""
+    def schedule(self, process: int) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+        """The schedule of process `process`'s threads (`crashlab.protocols.schedule`), if it names one: the option
+        taken at each decision (the first process's), and the threads that go first (a restart's)."""
         return None
 
     def serve(self, serving: Serving) -> Serving | None:
@@ -362,11 +370,10 @@ class Faults:
             state = fault.begin(earlier) or state
         return state
 
-    def schedule(self, process: int) -> tuple[int, ...]:
-        """The schedule of process `process`'s threads: the one a fault names for the first, else the default."""
-        if process != 1:
-            return ()
-        return next((s for f in self.members if (s := f.schedule()) is not None), ())
+    def schedule(self, process: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """The schedule of process `process`'s threads, `picks` and `first`: the one a fault names, else the
+        default."""
+        return next((s for f in self.members if (s := f.schedule(process)) is not None), ((), ()))
 
     def serving(self) -> Serving:
         """How crashlab's service runs under every member; a member with no form there is refused in one line."""
@@ -408,7 +415,7 @@ class Faults:
         no value names one."""
         return tuple(f for f in self.members if type(f).variations is not Fault.variations and not f.value)
 
-    def variations(self, without: Swept) -> Iterator[Faults]:
+    def variations(self, without: Rerunning) -> Iterator[Faults]:
         """The fully configured faults a sweep under these runs, one tree each: every combination of the
         varying faults' configurations, found from `without`, the sweep under the faults that do not vary."""
         choices = [list(f.variations(without)) if f in self.varying else [f] for f in self.members]
