@@ -119,7 +119,7 @@ def main() -> None:
     """Run the CLI so that every error is a single line on stderr, with its class's exit code."""
     previous = signal.signal(signal.SIGTERM, terminate)
     try:
-        code = cli.main(standalone_mode=False)
+        code = cli.main(prog_name="crashlab", standalone_mode=False)
     except click.exceptions.Abort:  # Ctrl-C: the shell's code for a death by SIGINT, as SIGTERM's is above
         click.echo("aborted", err=True)
         code = 128 + signal.SIGINT
