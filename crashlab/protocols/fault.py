@@ -91,7 +91,8 @@ class Serving:
     `downtimes`, each death leaves one state per downtime (its choice, ``I~S``): the service's clock
     moves on by it before the restart. Its person answers question `wrong_at` wrong. With `late`, a
     death at its point ``sent`` leaves the request on the wire, and each point of the restart where it
-    may land is a state (its choice, ``I~K``), open-ended as the restart's points are.
+    may land is a state (its choice, ``I~K``), open-ended as the restart's points are. `model_ids` is
+    how the job's model it plays to a program names its calls again.
     """
 
     commit: str = "one-txn"
@@ -101,6 +102,9 @@ class Serving:
     wrong_at: int = 0  # the question (from 1) its person answers wrong; 0: none
     no_reply: str = ""  # "K-applied" or "K-lost": its K-th changing request gets no reply in time
     late: bool = False
+    #: How the model it plays to a program (``--command`` with ``--job``) names a reply's tool calls when a turn is
+    #: asked again: ``stable`` (as before) or ``drifting`` (anew, as a real provider does).
+    model_ids: str = "stable"
     #: What a fault makes of each death's state besides the crash, as people read it: one choice each (``I~1``).
     leaves: tuple[str, ...] = ()
 
