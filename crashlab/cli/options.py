@@ -174,7 +174,7 @@ def runner_for(variants: list[Variant], kill: bool, store: str | None, limit: fl
                       limit)
 
 
-def _seconds(ctx: click.Context, param: click.Parameter, value: float) -> float:
+def seconds(ctx: click.Context, param: click.Parameter, value: float) -> float:
     if not 0.1 <= value <= MAX_TIME_LIMIT:  # also refuses nan, which every comparison fails
         raise click.BadParameter(f"{value} is not a number of seconds from 0.1 to {MAX_TIME_LIMIT:g}")
     return value
@@ -184,7 +184,7 @@ def _seconds(ctx: click.Context, param: click.Parameter, value: float) -> float:
 MAX_TIME_LIMIT = 86400.0
 time_limit_option = click.option(
     "--time-limit", "time_limit", type=float, default=TIME_LIMIT, show_default=True, metavar="SECONDS",
-    callback=_seconds,
+    callback=seconds,
     help="Kill a process that runs for real (--kill, a loop of yours, a framework) after SECONDS, with every "
          "process it started: a restart that hangs is stuck, a first run that hangs fails the sweep.")
 
@@ -232,7 +232,7 @@ def choose_variants(loop: str | None, variant: str | None, tracker: str | None) 
 
 def check_handles(job: Job, variants: list[Variant]) -> None:
     for variant in variants:
-        if reason := variant.refuses(job):
+        if reason := variant.cannot_run(job):
             raise BadInput(reason)
 
 
