@@ -124,6 +124,10 @@ def command_setups(commands: tuple[str, ...], effects_file: str | None, tracker:
         if name in [n for n, _ in programs[:k]]:
             raise BadInput(f"two --command rows are named {name!r}: name them, as --command plain='python agent.py' "
                            "--command keyed='python agent.py --keyed'")
+    if effects_file is None and job is not None and not job.changing_calls:
+        own = f" (its tools {', '.join(job.own_tools)} are your program's own)" if job.own_tools else ""
+        raise BadInput(f"{job.source} files no issue and makes no comment{own}: say what your agent means to do once "
+                       "each with --effects FILE (crashlab record writes one)")
     effects = yours.read_effects(effects_file) if effects_file is not None else of_job(job) if job else ()
     return [yours.setup(entry, effects, name=name, tracker=tracker or "keyed", job=job or programs[0][0],
                         state_in_run_dir=state_in_run_dir) for name, entry in programs]
