@@ -24,6 +24,7 @@ import signal
 import socket
 import subprocess
 import urllib.parse
+import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -94,11 +95,14 @@ def record(argv: tuple[str, ...], upstream: str, name: str = "recorded", limit: 
 
 
 def reach(upstream: str) -> None:
-    """Refuse, before the program runs, an upstream that is no HTTP URL or accepts no connection."""
+    """Refuse, before the program runs, an upstream that is no HTTP URL or accepts no connection (one behind the
+    environment's proxy is left to the recording's first request, which says what went wrong as well)."""
     parts = urllib.parse.urlsplit(upstream)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise RecordError(f"--upstream {shown(upstream)} is not an http:// or https:// URL (a provider's base URL, "
                           "as https://api.openai.com/v1)")
+    if urllib.request.getproxies().get(parts.scheme) and not urllib.request.proxy_bypass(parts.hostname):
+        return  # reached through the environment's proxy, as the recording's requests are: they will say
     try:
         port = parts.port or (443 if parts.scheme == "https" else 80)
         socket.create_connection((parts.hostname, port), timeout=REACH_TIMEOUT).close()
