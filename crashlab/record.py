@@ -22,10 +22,13 @@ import os
 import shlex
 import signal
 import socket
+import string
 import subprocess
 import urllib.parse
 import urllib.request
+from collections.abc import Iterator
 from dataclasses import dataclass
+from itertools import count, product
 from pathlib import Path
 from typing import Any
 
@@ -134,15 +137,11 @@ def run(argv: tuple[str, ...], root: Path, env: dict[str, str], limit: float) ->
     return code, f" ({lines[-1].strip()[:160]})" if lines else ""
 
 
-def call_names() -> Any:
+def call_names() -> Iterator[str]:
     """The names a recorded job gives its calls, in order: A to Z, then AA, AB..."""
-    letters = [chr(c) for c in range(ord("A"), ord("Z") + 1)]
-    yield from letters
-    width = 2
-    while True:
-        for k in range(26 ** width):
-            yield "".join(letters[(k // 26 ** (width - 1 - i)) % 26] for i in range(width))
-        width += 1
+    for width in count(1):
+        for letters in product(string.ascii_uppercase, repeat=width):
+            yield "".join(letters)
 
 
 def job_of(exchanges: list[Exchange], name: str, command: str) -> dict[str, Any]:
@@ -187,7 +186,7 @@ def job_of(exchanges: list[Exchange], name: str, command: str) -> dict[str, Any]
             if call.name == "create_issue" and (number := issue_number(results.get(call.id, ""))) is not None:
                 issues.setdefault(number, ids[call.id])
         turns.append({"calls": calls})
-    turns.append({"answer": exchanges[-1].heard.text[:TEXT_LIMITS["answer"]]})
+    turns.append({"answer": exchanges[-1].heard.text[:TEXT_LIMITS["answer"]]})  # cut to the limit: only played back
     description = f"recorded from: {' '.join(command.split())}"
     job = {"name": name, "description": description[:TEXT_LIMITS["description"] - 1] + "…"
            if len(description) > TEXT_LIMITS["description"] else description, "run": f"{name}-run-1", "turns": turns}
