@@ -328,6 +328,9 @@ def run(job: Job, directory: Path, tracker_mode: TrackerMode | None = None, pers
     `crashlab serve`'s URL, with `token`, the one its controls need), the tracker is that service,
     whose mode the run's must be; the directory keeps the checkpoint, the person's and the model's counts.
     """
+    if job.own_tools:
+        raise RunError(f"{job.source}: it calls {job.own_tools[0]!r}, a tool of a program's own: the agent's loop runs "
+                       "crashlab's tools only (sweep your program with --command instead)")
     made = make(directory)
     files = RunDir(directory, service, token)
     say = echo or (lambda line: None)

@@ -148,6 +148,36 @@ def test_a_program_whose_conversation_leaves_the_script_is_refused_in_one_line_t
                                 "(create_issue) where the job's turn 1 has 2 (create_issue A, create_issue B)")
 
 
+@pytest.mark.slow
+def test_a_key_made_of_the_models_tool_call_id_duplicates_when_the_served_model_drifts_and_never_when_it_does_not(cli):
+    """The Agents SDK's #4254: a provider asked again names its calls anew. openai_agent.py --keyed keys each request
+    by the run's ID and the tool-call ID, and with --whole-turns saves a reply only with its results, as the SDK's
+    session does: a death at a commit makes the restart ask for the turn again, and under drifting IDs its keys
+    are new, so the service makes the effect again; under stable ones the same key is answered."""
+    found = {}
+    for fault in ("crash", "drifting-model"):
+        code, out, err = cli("sweep", "--command", f"keyed={OPENAI_AGENT} --keyed --whole-turns", "--job", "triage",
+                             "--depth", "1",
+                             "--fault", fault, "--format", "json")
+        assert code == 0, err
+        (found[fault],) = json.loads(out)
+    assert (found["crash"]["dups"], found["crash"]["missing"]) == (0, 0)
+    assert found["crash"]["calls_plus"] > 0, "the restarts did ask again: the stable IDs kept their keys"
+    assert found["drifting-model"]["with_dups"] > 0 and found["drifting-model"]["missing"] == 0
+    assert found["drifting-model"]["points"] == found["crash"]["points"]
+
+
+@pytest.mark.parametrize(("args", "says"), [
+    (["--command", PYTHON, "--effects", EFFECTS], "--fault drifting-model drifts the model crashlab's service plays "
+                                                 "to a program (--command with --job): triage-agent asks it nothing"),
+    (["--command", OPENAI_AGENT, "--job", "triage", "--drift", "order"], "--drift order has no form yet where "
+                                                                          "crashlab's service plays the model"),
+])
+def test_a_drifting_model_where_no_model_can_drift_is_refused_in_one_line(cli, args, says):
+    code, out, err = cli("sweep", *args, "--fault", "drifting-model", "--depth", "1")
+    assert (code, out) == (2, "") and err.count("\n") == 1 and says in err
+
+
 # With --fs-points, the file-system layer under the run directory finds the program's own steps: each file operation
 # that changes what a death leaves is a crash point, named by what it is and its path.
 

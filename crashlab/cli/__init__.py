@@ -31,6 +31,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "plot": ("crashlab.cli.plot", "Draw the sweep: each variant's single crashes, and its double crashes as a heatmap "
              "(needs crashlab[plot])."),
     "points": ("crashlab.cli.explain", "List the crash points of SLUG's uninterrupted run."),
+    "record": ("crashlab.cli.record", "Run COMMAND once against a real model through a recording proxy, and write "
+               "the job and its effects."),
     "report": ("crashlab.cli.report", "Draw the results `crashlab sweep --out DIR` wrote as one HTML file that "
                "opens from disk."),
     "run": ("crashlab.cli.run", "Run JOB with the agent's own loop as a real process, against a SQLite tracker in DIR "
@@ -92,6 +94,7 @@ def cli(ctx: click.Context) -> None:
     crashlab faults                     what else can break: the fault models for sweep --fault
     crashlab serve --dir DIR            the issue tracker as a real HTTP (and MCP) service over SQLite
     crashlab report DIR                 a sweep's results (sweep --out DIR) as one HTML page
+    crashlab record --upstream URL --out DIR -- python agent.py   your agent's run as a job and its effects
     """
     if ctx.invoked_subcommand is None:
         click.echo(ctx.get_help())

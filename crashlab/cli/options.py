@@ -141,6 +141,10 @@ def command_setups(commands: tuple[str, ...], effects_file: str | None, tracker:
         if name in [n for n, _ in programs[:k]]:
             raise BadInput(f"two --command rows are named {name!r}: name them, as --command plain='python agent.py' "
                            "--command keyed='python agent.py --keyed'")
+    if effects_file is None and job is not None and not job.changing_calls:
+        own = f" (its tools {', '.join(job.own_tools)} are your program's own)" if job.own_tools else ""
+        raise BadInput(f"{job.source} files no issue and makes no comment{own}: say what your agent means to do once "
+                       "each with --effects FILE (crashlab record writes one)")
     effects = yours.read_effects(effects_file) if effects_file is not None else of_job(job) if job else ()
     return [yours.setup(entry, effects, name=name, tracker=tracker or "keyed", job=job or programs[0][0],
                         state_in_run_dir=state_in_run_dir, fs_points=fs_points) for name, entry in programs]
@@ -193,7 +197,7 @@ def runner_for(variants: list[Variant], kill: bool, store: str | None, limit: fl
                       limit)
 
 
-def _seconds(ctx: click.Context, param: click.Parameter, value: float) -> float:
+def seconds(ctx: click.Context, param: click.Parameter, value: float) -> float:
     if not 0.1 <= value <= MAX_TIME_LIMIT:  # also refuses nan, which every comparison fails
         raise click.BadParameter(f"{value} is not a number of seconds from 0.1 to {MAX_TIME_LIMIT:g}")
     return value
@@ -203,7 +207,7 @@ def _seconds(ctx: click.Context, param: click.Parameter, value: float) -> float:
 MAX_TIME_LIMIT = 86400.0
 time_limit_option = click.option(
     "--time-limit", "time_limit", type=float, default=TIME_LIMIT, show_default=True, metavar="SECONDS",
-    callback=_seconds,
+    callback=seconds,
     help="Kill a process that runs for real (--kill, a loop of yours, a framework) after SECONDS, with every "
          "process it started: a restart that hangs is stuck, a first run that hangs fails the sweep.")
 
@@ -251,7 +255,7 @@ def choose_variants(loop: str | None, variant: str | None, tracker: str | None) 
 
 def check_handles(job: Job, variants: list[Variant]) -> None:
     for variant in variants:
-        if reason := variant.refuses(job):
+        if reason := variant.cannot_run(job):
             raise BadInput(reason)
 
 

@@ -35,7 +35,7 @@ from crashlab.errors import BadInput, CheckFailed, Flaky
 from crashlab.faults.interleave import LIMIT, MOST, bounded
 from crashlab.job import Job
 from crashlab.loops import VARIANTS
-from crashlab.protocols.fault import every_setting, servable
+from crashlab.protocols.fault import every_setting
 from crashlab.protocols.scenario import ScenarioResult, Setup
 from crashlab.protocols.variant import Variant
 from crashlab.report import expect, golden, matrix, tables
@@ -335,6 +335,15 @@ def echo_listing(scenarios: Iterable[ScenarioResult], listing: str, replay: Call
         click.echo(text.rstrip("\n"))
 
 
+def serves(spec: RunnerSpec, setup: Setup) -> bool:
+    """Whether the faults of `setup` have a form for its loop, whose tools call crashlab's service."""
+    try:
+        spec.check(setup)
+    except BadInput:
+        return False
+    return True
+
+
 def every_fault(variants: list[Variant], job: Job, spec: RunnerSpec, depth: int, fmt: str, out: str | None,
                 workers: int, scheduler: str | None, max_scenarios: int) -> None:
     """`sweep --fault all`: each fault at each of its settings, a table each, then the matrix of worst outcomes."""
@@ -343,7 +352,7 @@ def every_fault(variants: list[Variant], job: Job, spec: RunnerSpec, depth: int,
     if any(v.calls_service for v in variants):  # a loop that calls the service: the faults that reach it (the
         # power cut of its run directory, which needs FUSE, only by name: `make sweep` runs anywhere)
         settings = [faults for faults in settings
-                    if {f.slug for f in faults.members} <= set(servable()) and not faults.cuts]
+                    if all(serves(spec, Setup(v, job, faults)) for v in variants) and not faults.cuts]
     for faults in settings:
         for variant in variants:
             spec.check(Setup(variant, job, faults))

@@ -114,7 +114,8 @@ class Serving:
     death at its point ``sent`` leaves the request on the wire, and each point of the restart where it
     may land is a state (its choice, ``I~K``), open-ended as the restart's points are. With `cuts`, the
     loop's machine loses power at each death, and its run directory keeps one of the states its page
-    cache admits where it died (its choice, ``I~S``).
+    cache admits where it died (its choice, ``I~S``). `model_ids` is how the job's model it plays to a
+    program names its calls again.
     """
 
     commit: str = "one-txn"
@@ -125,6 +126,9 @@ class Serving:
     no_reply: str = ""  # "K-applied" or "K-lost": its K-th changing request gets no reply in time
     late: bool = False
     cuts: bool = False
+    #: How the model it plays to a program (``--command`` with ``--job``) names a reply's tool calls when a turn is
+    #: asked again: ``stable`` (as before) or ``drifting`` (anew, as a real provider does).
+    model_ids: str = "stable"
 
 
 @dataclass(frozen=True)

@@ -40,7 +40,7 @@ def find_repeats(scenario_id: str, job: Job, variants: Mapping[str, Variant],
     """`find_scenario`, run `repeat` times: a flaky scenario shows what each of its ways comes to."""
     parsed = parse_scenario_id(scenario_id, variants)
     variant = parsed.variant
-    if reason := variant.refuses(job):
+    if reason := variant.cannot_run(job):
         raise ScenarioError(reason)
     setup = Setup(variant, job, parsed.faults)
     spec = RunnerSpec("in-process" if "in-process" in variant.runners else "forked")

@@ -100,7 +100,9 @@ def check_runs(setup: Setup, spec: RunnerSpec) -> None:
                            "yours it does not run: sweep it under the crash alone")
         return
     if variant.calls_service:  # its world is crashlab's service, and a fault breaks the service, not a world in memory
-        faults.serving()
+        if faults.serving().model_ids != "stable" and not setup.plays_model:
+            raise BadInput(f"--fault drifting-model drifts the model crashlab's service plays to a program (--command "
+                           f"with --job): {variant.slug} asks it nothing")
         if cutting := next((f for f in faults.members if f.cuts), None):
             from crashlab.durable.fuse import unusable
 

@@ -413,7 +413,7 @@ class Outside:
         self.stand: YourService | None = setup.variant.stands_in
         self.serving = setup.faults.serving()
         #: The job whose model the service plays, at /v1, for a program that asks it (a job with calls).
-        self.plays = setup.job.source if isinstance(setup.variant.entry, Program) and setup.job.calls else None
+        self.plays = setup.job.source if setup.plays_model else None
         self.service = None if self.stand is not None else \
             services.reset(setup.variant.tracker, self.serving, self.plays)
         if self.stand is not None:
@@ -528,7 +528,8 @@ class Services:
             self.places[way] = Path(tempfile.mkdtemp(dir=self.root))
         self.running[way] = ServiceProcess.start(self.places[way], tracker=tracker, commit=serving.commit,
                                                  steps=serving.steps, wrong_at=serving.wrong_at,
-                                                 no_reply=serving.no_reply, late=serving.late, job=plays)
+                                                 no_reply=serving.no_reply, late=serving.late, job=plays,
+                                                 model_ids=serving.model_ids)
         return self.running[way]
 
     def __enter__(self) -> Services:
