@@ -108,23 +108,8 @@ def test_a_program_that_fails_by_itself_fails_the_sweep_in_one_line(cli):
     assert (code, out) == (3, "") and err.strip().endswith("process 1 failed: exited with status 3")
 
 
-# With --job, crashlab also plays the job's model, over the wire formats the official SDKs speak.
-
-OPENAI_AGENT = f"{sys.executable} {PROGRAMS / 'openai_agent.py'}"
-
-
-@pytest.mark.slow
-def test_an_agent_on_the_official_openai_sdk_is_swept_against_the_jobs_model_with_no_change_to_it(cli):
-    """openai_agent.py keeps its conversation in a file and calls the model at OPENAI_BASE_URL, as the SDK reads
-    it: its crash points are the model's (asked, answered, each of 3 replies) and the service's 3 commits. A death
-    at a commit leaves the call made and its result unsaved: plain makes it again, keyed is answered."""
-    code, out, err = cli("sweep", "--command", f"plain={OPENAI_AGENT}", "--command", f"keyed={OPENAI_AGENT} --keyed",
-                         "--job", "triage", "--depth", "1", "--format", "json")
-    assert code == 0, err
-    found = {row["variant"]: row for row in json.loads(out)}
-    assert (found["plain"]["points"], found["plain"]["with_dups"], found["plain"]["dups"]) == (9, 3, 3)
-    assert (found["keyed"]["dups"], found["keyed"]["missing"]) == (0, 0)
-    assert found["plain"]["calls_plus"] == found["keyed"]["calls_plus"] > 0  # a death after a reply pays it again
+# With --job, crashlab also plays the job's model, over the wire formats the official SDKs speak (the agents of
+# examples/agents/, on the official SDKs, are swept so in tests/test_examples_agents.py).
 
 
 def test_a_program_that_never_asks_the_jobs_model_is_refused_in_one_line(cli):
