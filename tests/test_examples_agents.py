@@ -12,6 +12,7 @@ they need (`crashlab[examples]`, and the Node agent's package by `npm ci`).
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import sys
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ import pytest
 from .conftest import ROOT
 
 AGENTS = ROOT / "examples" / "agents"
+README = (ROOT / "README.md").read_text()
 
 
 @dataclass(frozen=True)
@@ -33,23 +35,24 @@ class Counted:
     calls_plus: int
 
 
-#: Each agent: its command, the module whose absence skips it, and its hand count.
+#: Each agent, by its path in examples/agents/: its command, the module whose absence skips it, and its hand count.
 EXAMPLES = {
     # It saves each reply and each result as they come: a death at the k-th commit repeats effect k alone; a death
     # after a reply is sent (model-answered) asks for it again, one call each of the 3 replies.
-    "openai-loop": (f"{sys.executable} {AGENTS / 'openai_loop.py'}", "openai", Counted(3, 3, 3)),
+    "openai_loop.py": (f"{sys.executable} {AGENTS / 'openai_loop.py'}", "openai", Counted(3, 3, 3)),
     # LangGraph saves each tool call's result as its own write (the v2 tool node, one task at a time) and the
     # model's reply in a checkpoint of its own: the same count.
-    "langgraph-react": (f"{sys.executable} {AGENTS / 'langgraph_react.py'}", "langchain_openai", Counted(3, 3, 3)),
+    "langgraph_react.py": (f"{sys.executable} {AGENTS / 'langgraph_react.py'}", "langchain_openai",
+                           Counted(3, 3, 3)),
     # The Agents SDK saves a turn's reply with its tools' results, after the last: a death at B's commit loses A's
     # result too (A and B twice), and a death at any commit loses the reply, asked again (3 + 3 calls).
-    "openai-agents-sdk": (f"{sys.executable} {AGENTS / 'openai_agents_sdk.py'}", "agents", Counted(3, 4, 6)),
+    "openai_agents_sdk.py": (f"{sys.executable} {AGENTS / 'openai_agents_sdk.py'}", "agents", Counted(3, 4, 6)),
     # The Python loop's twin on the openai npm package: the same count.
-    "node-openai": (f"node {AGENTS / 'node' / 'agent.mjs'}", "", Counted(3, 3, 3)),
+    "node/agent.mjs": (f"node {AGENTS / 'node' / 'agent.mjs'}", "", Counted(3, 3, 3)),
 }
 
 
-def needs(name: str, module: str) -> None:
+def needs(module: str) -> None:
     """Skip where the agent's SDK is not installed; `make test-slow` installs every one."""
     if module:
         pytest.importorskip(module)
@@ -63,7 +66,7 @@ def needs(name: str, module: str) -> None:
 @pytest.mark.parametrize("name", EXAMPLES)
 def test_an_unmodified_agent_duplicates_where_a_hand_count_says_and_its_keyed_form_never(cli, name):
     command, module, counted = EXAMPLES[name]
-    needs(name, module)
+    needs(module)
     code, out, err = cli("sweep", "--command", f"plain={command}", "--command", f"keyed={command} --keyed",
                          "--job", "triage", "--depth", "1", "--format", "json")
     assert code == 0, err
@@ -73,3 +76,6 @@ def test_an_unmodified_agent_duplicates_where_a_hand_count_says_and_its_keyed_fo
         (9, counted.with_dups, counted.dups, 0, counted.calls_plus)
     assert (keyed["points"], keyed["with_dups"], keyed["dups"], keyed["missing"]) == (9, 0, 0, 0)
     assert keyed["calls_plus"] == counted.calls_plus  # a key saves no model call
+    row = (f"| {plain['points']} | {plain['with_dups']} | {plain['dups']} | {plain['calls_plus']} | "
+           f"{keyed['dups']}, {keyed['missing']} |")
+    assert re.search(rf"^\| `{re.escape(name)}` \| [^|]+ {re.escape(row)}$", README, re.M), "the README's row"
