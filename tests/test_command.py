@@ -14,7 +14,10 @@ import sys
 
 import pytest
 
+from crashlab.durable.fuse import unusable
+
 from .conftest import ROOT
+from .helpers import but_states
 
 PROGRAMS = ROOT / "tests" / "programs"
 EFFECTS = str(ROOT / "examples" / "http_loop.yaml")
@@ -23,8 +26,10 @@ NODE = f"node {PROGRAMS / 'triage_agent.mjs'}"
 
 
 def rows(cli, *commands: str, depth: int = 1) -> dict[str, dict]:
-    code, out, err = cli("sweep", *(a for c in commands for a in ("--command", c)), "--effects", EFFECTS,
-                         "--depth", str(depth), "--format", "json")
+    """The sweep's rows by name, a row per command; an argument that starts with -- is an option of the sweep."""
+    options = [c for c in commands if c.startswith("--")]
+    code, out, err = cli("sweep", *(a for c in commands if not c.startswith("--") for a in ("--command", c)),
+                         *options, "--effects", EFFECTS, "--depth", str(depth), "--format", "json")
     assert code == 0, err
     return {row["variant"]: row for row in json.loads(out)}
 
@@ -85,7 +90,7 @@ def test_explain_tells_a_programs_scenario_process_by_process(cli):
     assert code == 0, err
     assert "found on disk: progress.json" in story and "ended: exit status 0" in story
     assert "duplicates:    B ×2 (DUPLICATED)" in story
-    assert "crashlab sees this program only at its service's points (accepted)" in story  # not "mark it"
+    assert "crashlab sees this program only at its service's points (accepted): sweep it with --fs-points" in story
 
 
 @pytest.mark.parametrize(("args", "says"), [
@@ -96,6 +101,8 @@ def test_explain_tells_a_programs_scenario_process_by_process(cli):
     (["--command", "true", "--loop", "agent", "--effects", EFFECTS], "--command and --loop agent both name"),
     (["--command", PYTHON, "--command", f"{PYTHON} --keyed", "--effects", EFFECTS], "two --command rows are named"),
     (["--command", "true", "--effects", EFFECTS], "does it call crashlab's service at the URL in CRASHLAB_TRACKER_URL"),
+    (["--loop", "examples/http_loop.py:plain", "--effects", EFFECTS, "--fs-points"],
+     "--fs-points finds the crash points of a program (--command)"),
 ])
 def test_a_command_that_cannot_be_swept_is_refused_in_one_line(cli, args, says):
     code, out, err = cli("sweep", *args, "--depth", "1")
@@ -124,3 +131,102 @@ def test_a_program_whose_conversation_leaves_the_script_is_refused_in_one_line_t
     assert (code, out) == (2, "") and err.count("\n") == 1
     assert err.strip().endswith("the program's conversation left its job's script: reply 1 holds 1 tool call(s) "
                                 "(create_issue) where the job's turn 1 has 2 (create_issue A, create_issue B)")
+
+
+# With --fs-points, the file-system layer under the run directory finds the program's own steps: each file operation
+# that changes what a death leaves is a crash point, named by what it is and its path.
+
+SQLITE_AGENT = f"{sys.executable} {PROGRAMS / 'sqlite_agent.py'}"
+NO_FILES_AGENT = f"{sys.executable} {PROGRAMS / 'no_files_agent.py'}"
+needs_fuse = pytest.mark.skipif(bool(unusable()), reason=f"FUSE is not usable here: {unusable()}")
+
+
+def every_point(cli, command: str) -> list[str]:
+    """The labels of the crash points of `command`'s whole run, as the restart after a death at its first point
+    passes them (which `explain` tells, one a line)."""
+    code, out, err = cli("explain", "run:1", "--command", f"run={command}", "--effects", EFFECTS, "--fs-points",
+                         "--format", "json")
+    assert code == 0, err
+    restart = json.loads(out)["processes"][-1]
+    assert restart["ended"].startswith("exit status 0")
+    return [line.split()[1] for line in restart["events"] if line.split()[0].isdigit()]
+
+
+@pytest.mark.slow
+@needs_fuse
+def test_a_programs_file_operations_are_crash_points_named_by_what_they_are_and_their_path(cli):
+    """triage_agent.py saves progress.json as people are told to: written to a temporary file, synced, closed, renamed
+    over, its directory synced; sqlite_agent.py commits to SQLite in WAL mode, a sync of its WAL per commit."""
+    triage = every_point(cli, PYTHON)
+    save = ["fsync:progress.tmp", "close:progress.tmp", "rename:progress.tmp->progress.json", "fsync:."]
+    assert triage == [*save, "accepted", *save, "accepted", *save, "accepted", *save]
+    if shutil.which("node") is not None:  # the JavaScript twin, its saves made with node's fs as Python makes them
+        assert every_point(cli, NODE) == triage
+    sqlite = every_point(cli, SQLITE_AGENT)
+    assert sqlite.count("accepted") == 3
+    assert sqlite[sqlite.index("accepted") + 1] == "fdatasync:progress.sqlite-wal"  # the step's commit
+
+
+@pytest.mark.slow
+@needs_fuse
+def test_a_plain_program_duplicates_where_it_dies_between_its_request_and_the_rename_that_saves_its_result(cli):
+    """A hand count: each effect is made at `accepted` and saved as of its rename, so a death at `accepted` or at the
+    three points after it (fsync:progress.tmp, close:progress.tmp, the rename itself) makes it again: 4 of each
+    effect's 5 points, 12 of 19. A death at the directory's sync, after the rename, leaves it saved."""
+    found = rows(cli, f"plain={PYTHON}", f"keyed={PYTHON} --keyed", "--fs-points")
+    assert (found["plain"]["points"], found["plain"]["with_dups"], found["plain"]["dups"]) == (19, 12, 12)
+    assert (found["keyed"]["points"], found["keyed"]["dups"], found["keyed"]["missing"]) == (19, 0, 0)
+    code, story, err = cli("explain", "plain:8", "--command", f"plain={PYTHON}", "--effects", EFFECTS, "--fs-points")
+    assert code == 0, err
+    assert "crashes at its point 8 (rename:progress.tmp->progress.json" in story
+    assert "found on disk: progress.json 55 B, progress.tmp" in story  # the result written, never renamed in
+    assert "duplicates:    A ×2 (DUPLICATED)" in story
+
+
+@pytest.mark.slow
+@needs_fuse
+def test_a_program_swept_at_its_file_operations_shares_restarts_as_it_re_executes_them(cli):
+    """Restarted from copies of its run directory, taken from under the layer while the process stands in the
+    operation the layer holds, the sweep counts what re-executing every scenario counts."""
+    command = ["--command", f"plain={PYTHON}", "--effects", EFFECTS, "--fs-points", "--depth", "1", "--format",
+               "json"]
+    code, shared, err = cli("sweep", *command, "--state-in-run-dir")
+    assert code == 0, err
+    again, replayed, err = cli("sweep", *command, "--no-share")
+    assert again == 0, err
+    ours = json.loads(shared)
+    assert but_states(ours) == but_states(json.loads(replayed))
+    assert ours[0]["with_dups"] == 12 and ours[0]["distinct"] < ours[0]["scenarios"]
+
+
+@pytest.mark.slow
+@needs_fuse
+def test_a_program_that_writes_no_file_has_no_file_system_points(cli):
+    """The same sweep, the same layer: the agent that keeps progress.json has its saves' points, the one that keeps
+    nothing only the service's three commits (keyed by step, it makes each effect once)."""
+    found = rows(cli, f"none={NO_FILES_AGENT}", f"saves={PYTHON}", "--fs-points")
+    assert (found["none"]["points"], found["none"]["dups"], found["none"]["missing"]) == (3, 0, 0)
+    assert found["saves"]["points"] == 19
+    code, story, err = cli("explain", "none:1", "--command", f"none={NO_FILES_AGENT}", "--effects", EFFECTS,
+                           "--fs-points")
+    assert code == 0, err
+    assert "it wrote, synced, renamed and unlinked no file in its run directory" in story
+
+
+@pytest.mark.slow
+@needs_fuse
+def test_a_power_cut_at_a_file_operation_loses_a_rename_no_directory_sync_made_durable(cli):
+    """--fault power-cut on the same layer: a cut at the directory's sync after the rename takes the rename back, so
+    a death there duplicates too: all 5 of each effect's points, 15 of 19."""
+    code, out, err = cli("sweep", "--command", f"plain={PYTHON}", "--effects", EFFECTS, "--fs-points", "--fault",
+                         "power-cut", "--depth", "1", "--format", "json")
+    assert code == 0, err
+    row = json.loads(out)[0]
+    assert (row["scenarios"], row["with_dups"]) == (19, 15)
+
+
+def test_fs_points_where_fuse_is_not_usable_are_refused_in_one_line(cli, monkeypatch):
+    monkeypatch.setattr("crashlab.durable.fuse.unusable", lambda: "fusermount3 is not installed")
+    code, out, err = cli("sweep", "--command", PYTHON, "--effects", EFFECTS, "--fs-points", "--depth", "1")
+    assert (code, out) == (2, "") and err.count("\n") == 1
+    assert "--fs-points runs the program's run directory on a FUSE layer, and here fusermount3 is not installed" in err

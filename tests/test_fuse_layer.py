@@ -135,6 +135,56 @@ time.sleep(60)
 """
 
 
+# The same operations, telling the harness each that changes what a death leaves (a program's crash points).
+
+@pytest.fixture
+def telling(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Passthrough, list[str], list[bool]]:
+    """Operations that tell each point into a list, and go on or not as the next word in `words` says (go, if none);
+    every request is a program's, as through a mount each of its process's is."""
+    monkeypatch.setattr("crashlab.durable.fuse._requester", lambda: 0)
+    monkeypatch.setattr("crashlab.durable.fuse.programs", lambda tid: True)
+    told: list[str] = []
+    words: list[bool] = []
+
+    def tell(label: str) -> bool:
+        told.append(label)
+        return words.pop(0) if words else True
+
+    return Passthrough(tmp_path, tell=tell), told, words
+
+
+def test_each_operation_a_death_can_fall_at_is_told_by_what_it_is_and_its_path(telling) -> None:
+    ops, told, _ = telling
+    fh = ops.create("/progress.tmp", 0o644, os.O_WRONLY)
+    ops.write("/progress.tmp", b"{}", 0, fh)
+    ops.fsync("/progress.tmp", 0, fh)
+    ops.fsync("/progress.tmp", 1, fh)
+    ops.flush("/progress.tmp", fh)
+    ops.flush("/progress.tmp", fh)  # a second close (of a dup), nothing written since: no point
+    ops.release("/progress.tmp", fh)
+    ops.rename("/progress.tmp", "/progress.json")
+    sync_dir(ops)
+    reader = ops.open("/progress.json", os.O_RDONLY)
+    ops.read("/progress.json", 2, 0, reader)
+    ops.flush("/progress.json", reader)  # a close after reading only: no point
+    ops.release("/progress.json", reader)
+    ops.unlink("/progress.json")
+    assert told == ["fsync:progress.tmp", "fdatasync:progress.tmp", "close:progress.tmp",
+                    "rename:progress.tmp->progress.json", "fsync:.", "unlink:progress.json"]
+
+
+def test_an_operation_whose_process_died_at_it_is_never_done(telling) -> None:
+    ops, told, words = telling
+    (ops.backing / "progress.tmp").write_bytes(b"{}")
+    words.append(False)  # the harness killed the process there
+    with pytest.raises(OSError) as failed:
+        ops.rename("/progress.tmp", "/progress.json")
+    assert failed.value.errno == 5  # EIO, to nobody
+    assert sorted(p.name for p in ops.backing.iterdir()) == ["progress.tmp"]
+    ops.rename("/progress.tmp", "/progress.json")  # the restart's, told and done
+    assert told == ["rename:progress.tmp->progress.json"] * 2 and (ops.backing / "progress.json").exists()
+
+
 # Through a real mount: slow, and only where FUSE works.
 
 needs_fuse = pytest.mark.skipif(bool(unusable()), reason=f"FUSE is not usable here: {unusable()}")

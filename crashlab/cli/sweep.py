@@ -19,6 +19,7 @@ from crashlab.cli.options import (
     choose,
     fault_options,
     faults_of,
+    fs_points_option,
     job_option,
     repeat_option,
     runner_for,
@@ -110,6 +111,7 @@ LISTS = {
                    "service), so its restarts may start from copies of what each death left, each distinct state "
                    "once. Checked first: at its first, middle and last crash point, a restart from a copy must do "
                    "what the restart after the death does, or the sweep is refused.")
+@fs_points_option
 @time_limit_option
 @repeat_option
 def sweep(job_spec: str, loop: str | None, variant: str | None, tracker: str | None, effects_file: str | None,
@@ -117,7 +119,7 @@ def sweep(job_spec: str, loop: str | None, variant: str | None, tracker: str | N
           golden_file: str | None, expect_file: str | None, listing: str | None, out: str | None, depth: int,
           max_scenarios: int, replay: bool, workers: int, scheduler: str | None, fault_slugs: tuple[str, ...],
           kill: bool, time_limit: float, repeat: int, interleavings: int | None, state_in_run_dir: bool,
-          **settings: str | None) -> None:
+          fs_points: bool, **settings: str | None) -> None:
     """Crash the loop at every point, and its restart at every point, and count the damage.
 
     \b
@@ -140,7 +142,8 @@ def sweep(job_spec: str, loop: str | None, variant: str | None, tracker: str | N
     A flaky scenario (--repeat: its runs differ; or, for a loop of yours, a process that strays
     from the run it repeats) counts the worst it came to, and fails the sweep with exit 3.
     """
-    job, variants = choose(job_spec, loop, variant, tracker, effects_file, scheduled, state_in_run_dir, commands)
+    job, variants = choose(job_spec, loop, variant, tracker, effects_file, scheduled, state_in_run_dir, commands,
+                           fs_points)
     spec = runner_for(variants, kill, store, time_limit)
     if "all" in fault_slugs:
         if len(fault_slugs) > 1 or any(settings.values()) or interleavings is not None:
@@ -162,7 +165,7 @@ def sweep(job_spec: str, loop: str | None, variant: str | None, tracker: str | N
     bounds = expect.read_expectations(expect_file) if expect_file is not None else None
     if junit_file is not None:
         writable(junit_file)
-    explaining = replay_command(job_spec, loop, effects_file, tracker, repeat, scheduled, commands)
+    explaining = replay_command(job_spec, loop, effects_file, tracker, repeat, scheduled, commands, fs_points)
     began, when = time.perf_counter(), datetime.now()
     pending = PendingResults(out) if out is not None else None
     try:
@@ -258,7 +261,7 @@ def every_scenario(sweeps: list[VariantSweep]) -> Iterator[ScenarioResult]:
 
 def replay_command(job_spec: str, loop: str | None, effects_file: str | None,
                    tracker: str | None, repeat: int = 1, scheduled: bool = False,
-                   commands: tuple[str, ...] = ()) -> Callable[[str], str]:
+                   commands: tuple[str, ...] = (), fs_points: bool = False) -> Callable[[str], str]:
     """The command that replays a scenario of this sweep, and tells its story (as often as the sweep ran it)."""
     if commands:
         options = " ".join(f"--command {shlex.quote(c)}" for c in commands)
@@ -266,6 +269,7 @@ def replay_command(job_spec: str, loop: str | None, effects_file: str | None,
         options += f" --job {shlex.quote(job_spec)}" if named else ""
         options += f" --effects {shlex.quote(effects_file)}" if effects_file is not None else ""
         options += f" --tracker {shlex.quote(tracker)}" if tracker is not None else ""
+        options += " --fs-points" if fs_points else ""
     elif loop is not None and effects_file is not None and ":" in loop:
         options = f"--loop {shlex.quote(loop)} --effects {shlex.quote(effects_file)}"
         options += f" --tracker {shlex.quote(tracker)}" if tracker is not None else ""

@@ -35,6 +35,17 @@ links and device files are refused (ENOSYS); modes and times are not modelled.
 The layer runs in a process forked from this one, so a loop's process, killed with its group, never
 takes it along. Only this module knows FUSE, and it imports the binding (``mfusepy``, the extra
 ``crashlab[fuse]``) only in that process.
+
+The same layer finds a program's crash points from outside (`tells`): every operation that changes
+what a death or a cut leaves (``fsync``, ``fdatasync``, a directory's ``fsync``, ``rename``,
+``unlink``, and the ``close`` of a handle written since it was opened or last closed) is told to the
+harness down a line (`Layer.line`, framed as the service's control line is), by what it is and the
+path it acts on (``{"kind": "point", "label": "fsync:progress.tmp"}``), and held until the harness's
+word: go on, and it is done; gone (the harness killed the process there), and it is not, for nobody
+waits for it. The process stands in its system call meanwhile, exactly at the point, and no other
+operation passes (the layer serves one at a time). An operation of a process that is exiting is no
+point (a death closes what its process had open, and that close is the death's, not a step), nor is
+one of the harness's own.
 """
 
 from __future__ import annotations
@@ -44,6 +55,7 @@ import os
 import select
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
 import time
@@ -55,6 +67,7 @@ from typing import Any
 
 from crashlab.errors import HarnessError
 from crashlab.scratch import release, scratch
+from crashlab.service import control
 
 #: How long a mount or an unmount may take, in seconds, before the harness gives up on the layer.
 WAIT = 10.0
@@ -65,6 +78,11 @@ CUT, KEEP = b"c", b"k"
 Entries = dict[str, tuple[int, bool]]
 #: A directory's durable contents, as a cut writes them: each name, a file's bytes or a directory's tree.
 Tree = dict[str, "bytes | Tree"]
+#: Tells the harness of an operation about to change what a death leaves, by its label (``rename:a->b``), and
+#: waits for its word: True, go on and do it; False, its process is dead, so do nothing.
+Teller = Callable[[str], bool]
+#: A task's flag, in /proc/PID/stat, while it exits (``PF_EXITING``): the closes of a process that is dying.
+PF_EXITING = 0x4
 
 
 class LayerError(HarnessError):
@@ -149,14 +167,26 @@ class Passthrough:
 
     use_ns = True  # times in nanoseconds, as mfusepy asks
 
-    def __init__(self, backing: Path, ready: Callable[[], None] = lambda: None):
+    def __init__(self, backing: Path, ready: Callable[[], None] = lambda: None, tell: Teller | None = None):
         self.backing = backing
         self.image = Image.of(backing)
         self.ready = ready
+        self.tell = tell
         self.synced: set[int] = set()  # handles opened O_SYNC or O_DSYNC: every write is durable
+        self.written: set[int] = set()  # handles written since they were opened or last closed
+        self.names: dict[int, str] = {}  # each open handle's path, for an operation FUSE passes without one
 
     def real(self, path: str) -> str:
         return str(self.backing) + path
+
+    def held(self, operation: str, *paths: str | None) -> None:
+        """Tell the harness that `operation` on `paths` is about to happen, and wait for its word; if its process
+        died there, fail it (EIO, to nobody) undone. A point only where a process of the program asks for it."""
+        if self.tell is None or not programs(_requester()):
+            return
+        label = f"{operation}:" + "->".join(_shown(path) for path in paths)
+        if not self.tell(label):
+            raise OSError(errno.EIO, f"{label}: its process died here")
 
     def init(self, path: str) -> None:
         self.ready()
@@ -185,6 +215,7 @@ class Passthrough:
         os.close(fh)
 
     def fsyncdir(self, path: str | None, datasync: int, fh: int) -> None:
+        self.held("fsync", path)
         self.image.sync_dir(fh)
 
     def mkdir(self, path: str, mode: int) -> None:
@@ -194,9 +225,11 @@ class Passthrough:
         os.rmdir(self.real(path))
 
     def unlink(self, path: str) -> None:
+        self.held("unlink", path)
         os.unlink(self.real(path))
 
     def rename(self, old: str, new: str) -> None:
+        self.held("rename", old, new)
         os.rename(self.real(old), self.real(new))
 
     def chmod(self, path: str, mode: int) -> None:
@@ -212,14 +245,15 @@ class Passthrough:
             os.utime(self.real(path), ns=times)
 
     def open(self, path: str, flags: int) -> int:
-        return self._opened(os.open(self.real(path), flags), flags)
+        return self._opened(os.open(self.real(path), flags), flags, path)
 
     def create(self, path: str, mode: int, flags: int) -> int:
-        return self._opened(os.open(self.real(path), flags | os.O_CREAT, mode), flags)
+        return self._opened(os.open(self.real(path), flags | os.O_CREAT, mode), flags, path)
 
-    def _opened(self, fh: int, flags: int) -> int:
+    def _opened(self, fh: int, flags: int, path: str) -> int:
         if flags & (os.O_SYNC | os.O_DSYNC):
             self.synced.add(fh)
+        self.names[fh] = path
         return fh
 
     def read(self, path: str | None, size: int, offset: int, fh: int) -> bytes:
@@ -227,26 +261,62 @@ class Passthrough:
 
     def write(self, path: str | None, data: bytes, offset: int, fh: int) -> int:
         written = os.pwrite(fh, data, offset)
+        self.written.add(fh)
         if fh in self.synced:
-            self.fsync(path, 0, fh)
+            self._sync(fh)
         return written
 
     def truncate(self, path: str | None, length: int, fh: int | None = None) -> None:
         os.truncate(fh if fh is not None else self.real(path or "/"), length)
 
     def flush(self, path: str | None, fh: int) -> None:
-        """A close's flush: nothing is made durable by it."""
+        """A close's flush: nothing is made durable by it, but the close after a write is a point of the program's
+        (its file written whole, say, before the rename that makes it its progress)."""
+        if fh in self.written:
+            self.written.discard(fh)
+            self.held("close", path or self.names.get(fh))
 
     def fsync(self, path: str | None, datasync: int, fh: int) -> None:
         """The file's content is durable from here on: what it holds now is what a cut leaves of it."""
+        self.held("fdatasync" if datasync else "fsync", path or self.names.get(fh))
+        self._sync(fh)
+
+    def _sync(self, fh: int) -> None:
         with open(f"/proc/self/fd/{fh}", "rb") as file:  # the file, even unlinked or opened write-only
             self.image.sync_file(os.fstat(fh).st_ino, file.read())
 
     def release(self, path: str | None, fh: int) -> None:
         self.synced.discard(fh)
+        self.written.discard(fh)
+        self.names.pop(fh, None)
         os.close(fh)
 
     link = symlink = mknod = _refused
+
+
+def _shown(path: str | None) -> str:
+    """A path inside the mount as a point names it: relative to the run directory, which is ``.``."""
+    return (path or "?").lstrip("/") or "."
+
+
+def _requester() -> int:
+    """The thread whose system call the layer is serving."""
+    import mfusepy
+
+    return mfusepy.fuse_get_context()[2]
+
+
+def programs(tid: int) -> bool:
+    """Whether the thread `tid` is the program's, acting: not the harness's (the layer's parent, which copies and
+    reads the directory), and not exiting (or gone), for the closes of a dying process are its death's, not a step
+    of its program."""
+    try:
+        fields = Path(f"/proc/{tid}/stat").read_text().rsplit(")", 1)[1].split()
+        process = next(int(line.split()[1]) for line in Path(f"/proc/{tid}/status").read_text().splitlines()
+                       if line.startswith("Tgid:"))
+    except (OSError, IndexError, StopIteration, ValueError):
+        return False
+    return process != os.getppid() and not int(fields[6]) & PF_EXITING
 
 
 @dataclass
@@ -255,18 +325,23 @@ class Layer:
 
     backing: Path
     mountpoint: Path
+    tells: bool = False  # whether it tells the harness each operation a death can fall at (`line`)
     pid: int = 0
     told: int = -1  # the pipe down which the parent tells the layer's process what to do once unmounted
     hears: int = -1  # the pipe up which it says it is mounted, and then done
+    #: The harness's end of the line down which the layer tells each point and waits for the word: a new one at
+    #: each mount (a cut mounts again), None unless it `tells`.
+    line: socket.socket | None = None
 
     @classmethod
     @contextmanager
-    def over(cls, backing: Path) -> Iterator[Layer]:
+    def over(cls, backing: Path, tells: bool = False) -> Iterator[Layer]:
         """The layer over `backing`, mounted at a fresh directory of its own; unmounted (and the directory
-        removed) when done, whatever happens, and the backing directory left as it then is."""
+        removed) when done, whatever happens, and the backing directory left as it then is. With `tells`, it
+        tells the harness each operation a death can fall at, down `line`."""
         # Held as a scratch directory is, by this process and the layer's (which inherits the lock): one a sweep
         # killed by SIGKILL leaves, its layer's process gone too, the next one removes.
-        layer = cls(backing, scratch("layer", Path(tempfile.gettempdir())))
+        layer = cls(backing, scratch("layer", Path(tempfile.gettempdir())), tells)
         try:
             layer.mount()
             yield layer
@@ -284,6 +359,7 @@ class Layer:
 
         told, self.told = os.pipe()
         self.hears, says = os.pipe()
+        self.line, theirs = socket.socketpair() if self.tells else (None, None)
         self.pid = os.fork()
         if self.pid == 0:  # the layer's process: it never returns from here
             status = 1
@@ -291,12 +367,16 @@ class Layer:
                 os.setpgid(0, 0)  # no kill of a loop's group, no interrupt at the terminal, takes it
                 os.close(self.told)
                 os.close(self.hears)
-                serve(self.backing, self.mountpoint, told, says)
+                if self.line is not None:
+                    self.line.close()
+                serve(self.backing, self.mountpoint, told, says, theirs)
                 status = 0
             finally:
                 os._exit(status)
         os.close(told)
         os.close(says)
+        if theirs is not None:
+            theirs.close()
         if self._heard() != b"r":
             self._reap()
             raise LayerError(f"the power-cut layer could not mount {self.mountpoint}")
@@ -342,6 +422,9 @@ class Layer:
             os.waitpid(self.pid, 0)
         for fd in (self.told, self.hears):
             os.close(fd)
+        if self.line is not None:
+            self.line.close()
+            self.line = None
         self.pid = 0
 
 
@@ -358,14 +441,16 @@ def _lost(before: bytes | None, after: bytes | None) -> str:
     return f"is back to what its last sync left ({len(before):,} bytes, now {len(after):,})"
 
 
-def serve(backing: Path, mountpoint: Path, told: int, says: int) -> None:
-    """The layer's process: serve the mount until it is unmounted, then do as told, and say so."""
+def serve(backing: Path, mountpoint: Path, told: int, says: int, line: socket.socket | None = None) -> None:
+    """The layer's process: serve the mount until it is unmounted, then do as told, and say so; with a `line`,
+    tell each point down it and wait for the harness's word."""
     import mfusepy
 
     _die_with_parent()
     quiet = os.open(os.devnull, os.O_WRONLY)  # fusermount3's watcher, which `auto_unmount` starts, says
     os.dup2(quiet, 2)  # "not mounted" when it ends after an unmount: the pipe says how the process ended
-    operations = Passthrough(backing, ready=lambda: _tell(says, b"r"))
+    operations = Passthrough(backing, ready=lambda: _tell(says, b"r"),
+                             tell=(lambda label: _asked(line, label)) if line is not None else None)
     mfusepy.FUSE(operations, str(mountpoint), foreground=True, nothreads=True, hard_remove=True,
                  auto_unmount=True, fsname="crashlab-power-cut")
     if os.read(told, 1) == CUT:
@@ -379,6 +464,16 @@ def _die_with_parent() -> None:
 
     pr_set_pdeathsig = 1
     ctypes.CDLL(None).prctl(pr_set_pdeathsig, signal.SIGKILL)
+
+
+def _asked(line: socket.socket, label: str) -> bool:
+    """Tell the harness the point `label` and wait for its word: whether the operation goes on. A harness gone
+    (the line broken) waits for nothing: the operation goes on, as it would with no harness."""
+    try:
+        control.send(line, {"kind": "point", "label": label})
+        return control.receive(line) != control.GONE
+    except (control.LineBroken, OSError):
+        return True
 
 
 def _tell(fd: int, data: bytes) -> None:

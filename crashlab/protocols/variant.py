@@ -77,6 +77,9 @@ class Variant:
     #: its tool calls on a thread pool. Off for every other loop, whose own waits (an event loop's, a lock's)
     #: the scheduler cannot see and would deadlock on.
     scheduled: bool = False
+    #: A program's file operations in its run directory are crash points too (every fsync, fdatasync, rename,
+    #: unlink and close after a write), told by the file-system layer it runs on (`crashlab.durable.fuse`).
+    fs_points: bool = False
 
     @property
     def calls_service(self) -> bool:

@@ -12,6 +12,12 @@ a dead client does.
 The events arrive in the order they happened: the loop tells its events before it makes the request
 that makes the service tell one, so before the harness takes a service event it takes whatever the
 loop has already told.
+
+A program (`Program`) tells nothing; with `Variant.fs_points` its run directory sits on the file-system
+layer (`crashlab.durable.fuse`), which tells every ``fsync``, ``fdatasync``, ``rename``, ``unlink`` and
+close after a write as it comes, and holds it for the harness's word as the service holds a request.
+Each is named by what it is and the path it acts on (``fsync:checkpoints.sqlite-wal``; the third in a
+process, ``#3``, as every label is counted), so a story reads in the program's own terms.
 """
 
 from __future__ import annotations
@@ -83,7 +89,7 @@ def _where(where: Where) -> list[Any]:
 
 def live_served(setup: Setup, points: Recorder, directory: Path, service: ServiceProcess, dies: bool = False,
                 landing: Landing | None = None, limit: float = TIME_LIMIT,
-                stopped: Callable[[], None] | None = None) -> bool:
+                stopped: Callable[[], None] | None = None, fs: socket.socket | None = None) -> bool:
     """Fork the process `points.process` of the scenario against `service`; True if it returned, False if
     it died at its crash point. Its events, and the service's while it ran, go into `points` in order.
 
@@ -93,7 +99,8 @@ def live_served(setup: Setup, points: Recorder, directory: Path, service: Servic
     leads a process group (`Boundary`), which every kill takes whole, and which is killed when it ends;
     `LoopFailed`, hung, past `limit` seconds.
     With `stopped`, at each point it passes alive, the harness stops the group, as a death would take it,
-    runs `stopped()`, and lets it go on. What it prints is kept apart (`crashlab.runners.output`), noted in `points`."""
+    runs `stopped()`, and lets it go on. What it prints is kept apart (`crashlab.runners.output`), noted in `points`.
+    With `fs`, the line of the file-system layer under `directory`, a program's file operations are points too."""
     assert service.control is not None, "a sweep's service has a control line"
     ours, theirs = socket.socketpair()
     parent = os.getpid()
@@ -107,6 +114,8 @@ def live_served(setup: Setup, points: Recorder, directory: Path, service: Servic
             dies_with(parent, signal.SIGKILL)
             ours.close()
             service.control.close()
+            if fs is not None:
+                fs.close()
             output.redirect()
             if isinstance(setup.variant.entry, Program):
                 status = _exec(setup.variant.entry, directory, theirs, service.env())
@@ -122,7 +131,7 @@ def live_served(setup: Setup, points: Recorder, directory: Path, service: Servic
     ended = os.pidfd_open(pid) if isinstance(setup.variant.entry, Program) else None
     try:
         try:
-            return _watch(points, child, ours, service.control, dies, landing, stopped, output, ended)
+            return _watch(points, child, ours, service.control, dies, landing, stopped, output, ended, fs)
         finally:
             child.end()
             ours.close()
@@ -139,12 +148,16 @@ def live_served(setup: Setup, points: Recorder, directory: Path, service: Servic
 
 def _watch(points: Recorder, child: Child, loop: socket.socket, service: socket.socket, dies: bool,
            landing: Landing | None, stopped: Callable[[], None] | None, output: Output,
-           ended: int | None = None) -> bool:
+           ended: int | None = None, fs: socket.socket | None = None) -> bool:
     """Take every event of the loop and the service until the loop's process ends, and kill it where told; what it
     prints, as it comes.
 
     A `Program` tells nothing: its line carries at most why it could not start, and its end is its exit, seen
-    on `ended` (a pidfd of its process)."""
+    on `ended` (a pidfd of its process). Its points are the service's, and the file-system layer's (`fs`).
+
+    A point of the layer's is an operation the program's process stands in, in the kernel, until the layer
+    answers: no signal stops it there, so a copy of what a death would leave is taken as it stands, and a
+    death kills it first and then fails the operation (`GONE`), for only then can it die."""
     where = Where()
     target = points.crash_at[points.process - 1] if points.process <= len(points.crash_at) else 0
     scenario = f"{points.scenario}: process {points.process}"
@@ -162,14 +175,20 @@ def _watch(points: Recorder, child: Child, loop: socket.socket, service: socket.
         if kind != "point":
             points.events.append(Event(points.process, kind, label, where, 0, dict(message.get("detail") or {})))
         crash_point = label if kind == "point" else message.get("point")
+        held = fs if fs is not None and answer is fs else None  # the layer's, held in the process's system call
         if crash_point:
             points.passed += 1
             points.events.append(Event(points.process, "point", str(crash_point), where, points.passed,
-                                       {"service": True} if answer is service else {}))
+                                       {"service": True} if answer is service else {"fs": True} if held else {}))
             if points.passed == target:
+                if held is not None:  # killed where it stands, in the operation, which then fails to nobody
+                    child.kill()
+                    control.send(held, control.GONE)
                 child.end()  # and only then may the service answer it
                 points.events.append(Event(points.process, "crash", str(crash_point), where, points.passed))
                 points.dead = Crash(str(crash_point), points.passed)
+            elif stopped is not None and held is not None:  # it stands in its operation, which the layer holds
+                stopped()
             elif stopped is not None:  # where a death would be, the loop stands still, and the service waits
                 child.pause()
                 try:
@@ -178,11 +197,13 @@ def _watch(points: Recorder, child: Child, loop: socket.socket, service: socket.
                     child.resume()
             if landing is not None:
                 landing.reached(points, where)
-        if answer is not None and (points.dead is None or (answer is service and not dies)):
+        if answer is not None and held is None and (points.dead is None or (answer is service and not dies)):
             # A loop that died here hears nothing: a request it sent stays on the wire, one it had in hand goes on
             # to nobody, and passes no later point of the service's that a restart would be charged with.
             word = control.GO if points.dead is None else control.HOLD if crash_point == "sent" else control.GONE
             control.send(answer, word)
+        elif held is not None and points.dead is None:
+            control.send(held, control.GO)
         return points.dead is None
 
     def from_loop() -> bool | None:
@@ -194,7 +215,7 @@ def _watch(points: Recorder, child: Child, loop: socket.socket, service: socket.
         return None
 
     if ended is not None:
-        return _watch_program(points, child, loop, service, ended, take, scenario, output)
+        return _watch_program(points, child, loop, service, ended, take, scenario, output, fs)
     while True:
         ready = child.ready([loop.fileno(), service.fileno(), *output.fds])
         for printed in set(ready) & set(output.fds):
@@ -220,16 +241,20 @@ def _receive(loop: socket.socket, scenario: str, child: Child) -> dict[str, Any]
 
 def _watch_program(points: Recorder, child: Child, loop: socket.socket, service: socket.socket, ended: int,
                    take: Callable[[dict[str, Any], socket.socket | None], bool], scenario: str,
-                   output: Output) -> bool:
-    """A program's life: the service's events until the program exits (`ended`, its pidfd, is readable), and what it
-    prints as it comes. Its line closes as it starts (exec closes it), or carries why it could not start."""
+                   output: Output, fs: socket.socket | None = None) -> bool:
+    """A program's life: the service's events, and the file-system layer's (`fs`), until the program exits (`ended`,
+    its pidfd, is readable), and what it prints as it comes. Its line closes as it starts (exec closes it), or
+    carries why it could not start."""
     why = ""
-    watched = [loop.fileno(), service.fileno(), ended]
+    watched = [loop.fileno(), service.fileno(), ended, *([fs.fileno()] if fs is not None else [])]
     while True:
         ready = child.ready([*watched, *output.fds])
         for printed in set(ready) & set(output.fds):
             output.take(printed)
-        if service.fileno() in ready:
+        if fs is not None and fs.fileno() in ready:
+            if not take(control.receive(fs), fs):
+                return _ended({}, points, child, scenario)
+        elif service.fileno() in ready:
             if not take(control.receive(service), service):
                 return _ended({}, points, child, scenario)
         elif loop.fileno() in ready:
@@ -381,9 +406,9 @@ class Outside:
         return cls(setup, services, choices) if variant.calls_service or variant.stands_in is not None else None
 
     def live(self, points: Recorder, directory: Path, plain: Callable[..., bool], limit: float,
-             stopped: Callable[[], None] | None = None) -> bool:
+             stopped: Callable[[], None] | None = None, fs: socket.socket | None = None) -> bool:
         """One process of the loop, as `live_served` lives it, or, against a service of yours, as `plain` does
-        (at the loop's own points only); `LoopFailed` if it ended with an error. With `stopped`, as
+        (at the loop's own points only); `LoopFailed` if it ended with an error. With `stopped` and `fs`, as
         `live_served` says."""
         if self.stand is not None:
             return plain(self.setup, points, directory, self.stand.env())
@@ -395,7 +420,8 @@ class Outside:
                 self.service.advance(self.serving.downtimes[choice[0] - 1])
             if self.serving.late:
                 landing = Landing(choice[-1] if choice else 0, self.service)
-        returned = live_served(self.setup, points, directory, self.service, self.serving.dies, landing, limit, stopped)
+        returned = live_served(self.setup, points, directory, self.service, self.serving.dies, landing, limit, stopped,
+                               fs)
         if returned and landing is not None:
             landing.after_end(points)
         if not returned and self.serving.dies:  # the service dies with the loop, and starts again
