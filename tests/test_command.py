@@ -23,6 +23,7 @@ PROGRAMS = ROOT / "tests" / "programs"
 EFFECTS = str(ROOT / "examples" / "http_loop.yaml")
 PYTHON = f"{sys.executable} {PROGRAMS / 'triage_agent.py'}"
 NODE = f"node {PROGRAMS / 'triage_agent.mjs'}"
+OPENAI_AGENT = f"{sys.executable} {ROOT / 'examples' / 'agents' / 'openai_loop.py'}"
 
 
 def rows(cli, *commands: str, depth: int = 1) -> dict[str, dict]:
@@ -115,23 +116,8 @@ def test_a_program_that_fails_by_itself_fails_the_sweep_in_one_line(cli):
     assert (code, out) == (3, "") and err.strip().endswith("process 1 failed: exited with status 3")
 
 
-# With --job, crashlab also plays the job's model, over the wire formats the official SDKs speak.
-
-OPENAI_AGENT = f"{sys.executable} {PROGRAMS / 'openai_agent.py'}"
-
-
-@pytest.mark.slow
-def test_an_agent_on_the_official_openai_sdk_is_swept_against_the_jobs_model_with_no_change_to_it(cli):
-    """openai_agent.py keeps its conversation in a file and calls the model at OPENAI_BASE_URL, as the SDK reads
-    it: its crash points are the model's (asked, answered, each of 3 replies) and the service's 3 commits. A death
-    at a commit leaves the call made and its result unsaved: plain makes it again, keyed is answered."""
-    code, out, err = cli("sweep", "--command", f"plain={OPENAI_AGENT}", "--command", f"keyed={OPENAI_AGENT} --keyed",
-                         "--job", "triage", "--depth", "1", "--format", "json")
-    assert code == 0, err
-    found = {row["variant"]: row for row in json.loads(out)}
-    assert (found["plain"]["points"], found["plain"]["with_dups"], found["plain"]["dups"]) == (9, 3, 3)
-    assert (found["keyed"]["dups"], found["keyed"]["missing"]) == (0, 0)
-    assert found["plain"]["calls_plus"] == found["keyed"]["calls_plus"] > 0  # a death after a reply pays it again
+# With --job, crashlab also plays the job's model, over the wire formats the official SDKs speak (the agents of
+# examples/agents/, on the official SDKs, are swept so in tests/test_examples_agents.py).
 
 
 def test_a_program_that_never_asks_the_jobs_model_is_refused_in_one_line(cli):
@@ -150,7 +136,7 @@ def test_a_program_whose_conversation_leaves_the_script_is_refused_in_one_line_t
 
 @pytest.mark.slow
 def test_a_key_made_of_the_models_tool_call_id_duplicates_when_the_served_model_drifts_and_never_when_it_does_not(cli):
-    """The Agents SDK's #4254: a provider asked again names its calls anew. openai_agent.py --keyed keys each request
+    """The Agents SDK's #4254: a provider asked again names its calls anew. openai_loop.py --keyed keys each request
     by the run's ID and the tool-call ID, and with --whole-turns saves a reply only with its results, as the SDK's
     session does: a death at a commit makes the restart ask for the turn again, and under drifting IDs its keys
     are new, so the service makes the effect again; under stable ones the same key is answered."""

@@ -2,7 +2,7 @@
 
 Nothing here can reach a real provider, so the model is one of the tests' own (tests/scripted_upstream.py): an
 HTTP server that answers OpenAI's Chat Completions as a provider does, importing nothing of crashlab's, naming its
-tool calls as it likes. The program is tests/programs/openai_agent.py, on the official openai SDK, which knows
+tool calls as it likes. The program is examples/agents/openai_loop.py, on the official openai SDK, which knows
 nothing of crashlab either. The proof of a recording is its sweep: the same table as the hand-written job's.
 """
 
@@ -23,7 +23,7 @@ from .conftest import ROOT
 from .scripted_upstream import ANSWER, provider
 
 PROGRAMS = ROOT / "tests" / "programs"
-AGENT = (sys.executable, str(PROGRAMS / "openai_agent.py"))
+AGENT = (sys.executable, str(ROOT / "examples" / "agents" / "openai_loop.py"))
 
 
 def record(tmp_path, upstream: str, *command: str, more: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:
@@ -81,7 +81,7 @@ def test_the_sweep_of_a_recorded_job_is_the_sweep_of_the_hand_written_one(record
 def test_a_streaming_program_is_recorded_as_the_same_job(upstream, tmp_path, recorded):
     """The proxy passes a stream on as it came, and reads the reply off its chunks."""
     program = tmp_path / "streaming_agent.py"
-    program.write_text((PROGRAMS / "openai_agent.py").read_text().replace(
+    program.write_text((ROOT / "examples" / "agents" / "openai_loop.py").read_text().replace(
         "client.chat.completions.create(model=\"gpt-4o-mini\", messages=messages, tools=TOOLS)",
         "client.chat.completions.stream(model=\"gpt-4o-mini\", messages=messages, tools=TOOLS).__enter__()"
         ".get_final_completion()"))

@@ -1,5 +1,5 @@
 """An agent written as the `openai` SDK's docs write one: a hand-written tool loop, run as
-``python openai_agent.py [--keyed]``, that knows nothing of crashlab.
+``python openai_loop.py [--keyed]``, that knows nothing of crashlab.
 
 The client reads ``OPENAI_BASE_URL`` and ``OPENAI_API_KEY`` from the environment, as it always does;
 the tools call the issue service at ``ISSUES_URL`` (crashlab's at ``CRASHLAB_TRACKER_URL`` when no other
