@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import secrets
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -133,7 +133,11 @@ class Prober:
 
     def post(self, title: str, key: str | bytes | None, body: str | None = None) -> httpx.Response:
         payload = {"title": title} if body is None else {"title": title, "body": body}
-        headers = {} if key is None else {self.profile.header: key}
+        headers: dict[str, str] | dict[bytes, bytes] = {}
+        if isinstance(key, bytes):  # a key beyond ASCII, as the bytes a client would send
+            headers = {self.profile.header.encode(): key}
+        elif key is not None:
+            headers = {self.profile.header: key}
         return self.http.post(self.path, json=payload, headers=headers)
 
     def control(self, method: str, name: str, payload: dict[str, Any] | None = None) -> httpx.Response | None:
@@ -222,10 +226,12 @@ class Prober:
                 return Verdict("concurrent", "not run", "the service holds no request in flight on demand "
                                "(crashlab's /_crashlab/pause, behind --token): two requests at once overlap only "
                                "by chance")
-            with ThreadPoolExecutor(1) as pool:
+            with ThreadPoolExecutor(2) as pool:
                 held = pool.submit(self.post, title, key)
-                caught = pause()
-                retry = self.post(title, key) if caught else None
+                caught = pool.submit(pause)
+                either: list[Future[Any]] = [held, caught]
+                wait(either, return_when=FIRST_COMPLETED)  # answered unpaused (refused), or held in flight
+                retry = self.post(title, key) if caught.done() and caught.result() else None
                 self.control("DELETE", "pause")
                 first = held.result()
         checks = Checks()
@@ -252,9 +258,15 @@ class Prober:
             yield None
             return
         try:
-            yield lambda: (caught := self.control("GET", "pause")) is not None and success(caught)
+            yield lambda: self.caught(self.control("GET", "pause"))
         finally:
             self.control("DELETE", "pause")
+
+    @staticmethod
+    def caught(response: httpx.Response | None) -> bool:
+        """Whether the pause caught a request (not if it was resumed before one came)."""
+        found = None if response is None or not success(response) else body_of(response)
+        return isinstance(found, dict) and found.get("paused") is True
 
     def failure(self) -> Verdict:
         title, key = self.title("5xx-then-retry"), self.key("5xx-then-retry")

@@ -65,7 +65,9 @@ def kept_for(profile: Profile) -> str:
     return f"{hours / 24:g} days" if hours >= 48 and hours % 24 == 0 else f"{hours:g} h"
 
 
-AFTER_FAILURE = {"replay-failure": "the 500 replayed", "run-again": "run again", "replay-effect": "the success replayed"}
+#: What a retry after a request that failed after its effect gets, in the table's words.
+AFTER_FAILURE = {"replay-failure": "the 500 replayed", "run-again": "run again",
+                 "replay-effect": "the success replayed"}
 
 
 def other_payload(profile: Profile) -> str:

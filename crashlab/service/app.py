@@ -174,7 +174,7 @@ def build_app(service: Service, bound: Bound, token: str, model: Model | None = 
             service.resume()
             return JSONResponse({"resumed": True})
         try:
-            return JSONResponse({"paused": await service.paused(PAUSE_WAIT)})
+            return JSONResponse(await service.paused(PAUSE_WAIT))
         except Refused as refusal:
             return error(refusal.status, refusal.message)
 

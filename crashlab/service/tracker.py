@@ -197,10 +197,11 @@ class Pause:
 
     caught: asyncio.Event = field(default_factory=asyncio.Event)
     go: asyncio.Event = field(default_factory=asyncio.Event)
+    holding: bool = False
     key: str | None = None
 
     async def hold(self, key: str | None) -> None:
-        self.key = key
+        self.holding, self.key = True, key
         self.caught.set()
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self.go.wait(), PAUSE_LIMIT)
@@ -534,9 +535,9 @@ class Service:
         self.resume()
         self.pause = Pause()
 
-    async def paused(self, seconds: float) -> str | None:
-        """Wait up to `seconds` for the armed pause to catch a request; the key it came under. `Refused` (409)
-        if none is armed, (408) if none came."""
+    async def paused(self, seconds: float) -> dict[str, Any]:
+        """Wait up to `seconds` for the armed pause to catch a request: whether it did, and the key it came under (it
+        did not if it was resumed first). `Refused` (409) if none is armed, (408) if none came."""
         pause = self.pause
         if pause is None:
             raise Refused(409, "no pause is armed: POST /_crashlab/pause first")
@@ -544,12 +545,14 @@ class Service:
             await asyncio.wait_for(pause.caught.wait(), seconds)
         except TimeoutError:
             raise Refused(408, f"no changing request arrived within {seconds:g} s to be paused") from None
-        return pause.key
+        return {"paused": pause.holding, "key": pause.key}
 
     def resume(self) -> None:
-        """The paused request goes on and answers; a pause armed and not yet used is disarmed."""
+        """The paused request goes on and answers; a pause armed and not yet used is disarmed, and whoever waits for
+        it to catch a request hears that none came."""
         if self.pause is not None:
             self.pause.go.set()
+            self.pause.caught.set()
         self.pause = None
 
     def state(self) -> dict[str, Any]:
