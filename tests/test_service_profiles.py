@@ -17,8 +17,11 @@ from typing import Any
 import httpx
 import pytest
 
+from crashlab.profiles import find
 from crashlab.service import control
 from crashlab.service.process import ServiceProcess
+from crashlab.service.store import Store
+from crashlab.service.tracker import Service
 
 
 class Client:
@@ -253,3 +256,27 @@ def test_crashlab_profiles_lists_each_contract_with_its_source(cli):
                              "worldline"]
     assert "30 min" in by_slug["qonto"] and "30 days" in by_slug["truelayer"]
     assert "the 500 replayed" in by_slug["stripe-v1"] and "https://docs.stripe.com/idempotency" in by_slug["stripe-v1"]
+
+
+@pytest.mark.parametrize(("profile", "retention", "kept_for", "says"), [
+    ("ietf", None, 24.0, "a keyed issue tracker (keys optional, kept 24 h) over"),
+    ("qonto", None, 0.5, "a keyed issue tracker (the qonto contract: keys required, kept 0.5 h) over"),
+    ("qonto", 48.0, 48.0, "(the qonto contract: keys required, kept 48 h)"),
+    ("none", None, 0.0, "a keyless issue tracker (the none contract: keys optional, kept 0 h)"),
+])
+def test_retention_overrides_the_profiles_and_the_service_says_which_contract_it_keeps(tmp_path, profile, retention,
+                                                                                        kept_for, says):
+    store = Store(tmp_path / "service.sqlite")
+    service = Service(store, retention=retention, profile=find(profile))
+    assert service.kept_for == kept_for and says in service.describe()
+    store.close()
+
+
+@pytest.mark.parametrize(("args", "says"), [
+    (["--failed-after-effect", "-1"], "--failed-after-effect -1: the changing request that fails is counted from 1"),
+    (["--profile", ""], "unknown profile ''"),
+])
+def test_crashlab_serve_refuses_a_bad_profile_option_in_one_line(cli, tmp_path, args, says):
+    code, out, err = cli("serve", "--dir", str(tmp_path / "svc"), *args)
+    assert (code, out) == (2, "")
+    assert says in err and err.count("\n") == 1
