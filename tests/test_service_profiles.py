@@ -262,7 +262,7 @@ def test_crashlab_profiles_lists_each_contract_with_its_source(cli):
     ("ietf", None, 24.0, "a keyed issue tracker (keys optional, kept 24 h) over"),
     ("qonto", None, 0.5, "a keyed issue tracker (the qonto contract: keys required, kept 0.5 h) over"),
     ("qonto", 48.0, 48.0, "(the qonto contract: keys required, kept 48 h)"),
-    ("none", None, 0.0, "a keyless issue tracker (the none contract: keys optional, kept 0 h)"),
+    ("none", None, 0.0, "a keyless issue tracker (the none contract: keys optional, no key honoured)"),
 ])
 def test_retention_overrides_the_profiles_and_the_service_says_which_contract_it_keeps(tmp_path, profile, retention,
                                                                                         kept_for, says):

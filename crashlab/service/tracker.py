@@ -260,9 +260,11 @@ class Service:
 
     def describe(self) -> str:
         keys = "keys required" if self.keys_required else "keys optional"
-        kept = "for ever" if self.kept_for is None else f"{self.kept_for:g} h"
+        kept = "kept for ever" if self.kept_for is None else f"kept {self.kept_for:g} h"
+        if not self.profile.honours_keys:
+            kept = "no key honoured"
         contract = "" if self.profile.slug == DEFAULT else f"the {self.profile.slug} contract: "
-        return f"a {self.tracker} issue tracker ({contract}{keys}, kept {kept}) over {self.store.path}"
+        return f"a {self.tracker} issue tracker ({contract}{keys}, {kept}) over {self.store.path}"
 
     def key_fault(self, key: object) -> str | None:
         return key_fault(key, self.profile.max_key)
