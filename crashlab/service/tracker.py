@@ -153,10 +153,9 @@ def key_fault(key: object, longest: int = MAX_KEY) -> str | None:
     """What makes `key` no Idempotency-Key the service keeps, in one line; None if it is one.
 
     The draft's key is a structured-field string: printable ASCII, 1 to `longest` characters (`MAX_KEY`,
-    or the profile's: Worldline's is 40). Anything
-    else is refused, whichever door it came by, because the doors decode bytes apart: a header as
-    Latin-1, a lookup's path and an MCP argument as UTF-8, so one key beyond ASCII was two keys, and a
-    retry over MCP filed a second issue (issue 39)."""
+    or the profile's: Worldline's is 40). Anything else is refused, whichever door it came by, because
+    the doors decode bytes apart: a header as Latin-1, a lookup's path and an MCP argument as UTF-8, so
+    one key beyond ASCII was two keys, and a retry over MCP filed a second issue (issue 39)."""
     if not isinstance(key, str):
         return f"an idempotency key must be a string, not {json_type(key)}"
     if not key or len(key) > longest:
