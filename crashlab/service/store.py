@@ -89,8 +89,10 @@ class Kept:
 class Change:
     """One changing request the service decided to apply: the record to add, and the key to keep it under.
 
-    ``keep`` is None when no key is to be kept (none was sent, the service is keyless, or a live
-    one already holds its first response); the response kept is always ``201 {"number": n}``.
+    ``keep`` is None when no key is to be kept (none was sent, the service is keyless, a live one
+    already holds its first response, or the request fails after its effect under a contract that keeps
+    only successes); the response kept is ``201 {"number": n}``, or ``failure`` with a 500 when the
+    request fails after its effect under a contract that keeps failures too (Stripe's v1).
     """
 
     kind: Kind
@@ -100,6 +102,14 @@ class Change:
     key: str | None
     keep: str | None  # the request's fingerprint, when its key is to be kept
     made: float
+    failure: dict[str, Any] | None = None
+
+    def kept(self, number: int) -> Kept:
+        """What its key keeps once its record is `number`: the success, or the failure it answers instead."""
+        assert self.keep is not None
+        if self.failure is not None:
+            return Kept(self.keep, 500, self.failure, self.made)
+        return Kept(self.keep, 201, {"number": number}, self.made)
 
 
 class NoSuchIssue(LookupError):
@@ -297,7 +307,7 @@ def one_txn(store: Store, change: Change) -> int:
     with store.transaction() as sql:
         number = store.add(sql, change)
         if change.key is not None and change.keep is not None:
-            store.keep(sql, change.key, Kept(change.keep, 201, {"number": number}, change.made))
+            store.keep(sql, change.key, change.kept(number))
     return number
 
 
@@ -311,7 +321,7 @@ def key_only(store: Store, change: Change, number: int) -> None:
     """The second of two steps: the key, and the response kept under it."""
     if change.key is not None and change.keep is not None:
         with store.transaction() as sql:
-            store.keep(sql, change.key, Kept(change.keep, 201, {"number": number}, change.made))
+            store.keep(sql, change.key, change.kept(number))
 
 
 def next_number(store: Store, change: Change) -> int:
