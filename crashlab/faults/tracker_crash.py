@@ -17,6 +17,7 @@ from crashlab.job import Call
 from crashlab.protocols.death import Death, Left
 from crashlab.protocols.fault import Fault, Serving, Setting
 from crashlab.protocols.points import Recorder
+from crashlab.profiles import Profile
 from crashlab.service.store import COMMITS  # the commit orders, as crashlab's service names them
 from crashlab.world import Clock, Parts, Tracker, TrackerMode, World, WorldState
 from crashlab.world.tracker import Applied
@@ -30,8 +31,9 @@ class CommittingTracker(Tracker):
     the next request (a write-behind cache).
     """
 
-    def __init__(self, points: Recorder, mode: TrackerMode, clock: Clock, commit: str = "ack-first"):
-        super().__init__(points, mode, clock)
+    def __init__(self, points: Recorder, mode: TrackerMode, clock: Clock, profile: Profile | None = None,
+                 commit: str = "ack-first"):
+        super().__init__(points, mode, clock, profile)
         self.commit = commit
         self._unsaved_records = 0
         self._unsaved_keys: set[str] = set()

@@ -13,7 +13,7 @@ from typing import Any
 
 from crashlab.durable.checkpoint import Checkpoint
 from crashlab.job import Call, intended
-from crashlab.world import Record, World
+from crashlab.world import CONTRACT_REFUSAL, Record, World
 
 
 @dataclass(frozen=True)
@@ -133,9 +133,10 @@ def outcome_of(world: World, effects: Sequence[Call], final: Checkpoint | None, 
     turns = final.turns if final else ()
     results = {intended(cid): result for cid, result in final.results().items()} if final else {}
     # Not made, by the loop's own account: the person refused it, or a text is its saved result (the
-    # person refused it, or the issue it comments on was never made).
+    # person refused it, or the issue it comments on was never made). Not a request the receiver's
+    # contract refused (no key where one is required): the loop lost that effect by how it sent it.
     refused = {intended(cid) for turn in turns for cid, ok in turn.approvals.items() if not ok}
-    refused |= {cid for cid, result in results.items() if isinstance(result, str)}
+    refused |= {cid for cid, result in results.items() if isinstance(result, str) and CONTRACT_REFUSAL not in result}
     dups, missing, wrong = {}, [], []
     for call in effects:
         made = world.made_by(call.id)

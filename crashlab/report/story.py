@@ -42,12 +42,12 @@ def find_repeats(scenario_id: str, job: Job, variants: Mapping[str, Variant],
     variant = parsed.variant
     if reason := variant.cannot_run(job):
         raise ScenarioError(reason)
-    setup = Setup(variant, job, parsed.faults)
+    setup = Setup(variant, job, parsed.faults, parsed.profile)
     spec = RunnerSpec("in-process" if "in-process" in variant.runners else "forked")
     spec.check(setup)
     crashes, choices = parsed.crashes, parsed.choices
     with spec.open() as runner:
-        baseline = runner.scenario(Setup(variant, job), ())
+        baseline = runner.scenario(Setup(variant, job, profile=parsed.profile), ())
         for k, point in enumerate(crashes):
             reached = runner.scenario(setup, crashes[:k], choices[:k]).passed(k + 1)
             if not 1 <= point <= reached:

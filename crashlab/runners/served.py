@@ -38,6 +38,7 @@ from typing import Any
 from crashlab.durable.store import FileStore
 from crashlab.errors import BadInput, HarnessError
 from crashlab.lifeline import dies_with
+from crashlab.profiles import DEFAULT
 from crashlab.protocols.death import Choice, Left, NoSuchChoice
 from crashlab.protocols.fault import PageCache, Serving
 from crashlab.protocols.points import Crash, Event, Recorder, Where, recording
@@ -411,7 +412,7 @@ class Outside:
     def __init__(self, setup: Setup, services: Services, choices: tuple[Choice, ...]):
         self.setup, self.services, self.choices = setup, services, choices
         self.stand: YourService | None = setup.variant.stands_in
-        self.serving = setup.faults.serving()
+        self.serving = setup.faults.serving(setup.profile)
         #: The job whose model the service plays, at /v1, for a program that asks it (a job with calls).
         self.plays = setup.job.source if setup.plays_model else None
         self.service = None if self.stand is not None else \
@@ -526,10 +527,15 @@ class Services:
         way = (tracker, serving, plays)
         if way not in self.places:
             self.places[way] = Path(tempfile.mkdtemp(dir=self.root))
+        # The contract it keeps, and the request it fails after committing, are passed only where they are not the
+        # default's, for a service that takes them (`crashlab serve --profile`, issue 41).
+        contract = {name: value for name, value, default in (("profile", serving.profile, DEFAULT),
+                                                             ("failed_after", serving.failed_after, 0))
+                    if value != default}
         self.running[way] = ServiceProcess.start(self.places[way], tracker=tracker, commit=serving.commit,
                                                  steps=serving.steps, wrong_at=serving.wrong_at,
                                                  no_reply=serving.no_reply, late=serving.late, job=plays,
-                                                 model_ids=serving.model_ids)
+                                                 model_ids=serving.model_ids, **contract)
         return self.running[way]
 
     def __enter__(self) -> Services:
