@@ -14,10 +14,10 @@ from functools import partial
 from typing import Any, ClassVar
 
 from crashlab.job import Call
+from crashlab.profiles import Profile
 from crashlab.protocols.death import Death, Left
 from crashlab.protocols.fault import Fault, Serving, Setting
 from crashlab.protocols.points import Recorder
-from crashlab.profiles import Profile
 from crashlab.service.store import COMMITS  # the commit orders, as crashlab's service names them
 from crashlab.world import Clock, Parts, Tracker, TrackerMode, World, WorldState
 from crashlab.world.tracker import Applied

@@ -529,7 +529,7 @@ class Services:
             self.places[way] = Path(tempfile.mkdtemp(dir=self.root))
         # The contract it keeps, and the request it fails after committing, are passed only where they are not the
         # default's, for a service that takes them (`crashlab serve --profile`, issue 41).
-        contract = {name: value for name, value, default in (("profile", serving.profile, DEFAULT),
+        contract: dict[str, Any] = {name: value for name, value, default in (("profile", serving.profile, DEFAULT),
                                                              ("failed_after", serving.failed_after, 0))
                     if value != default}
         self.running[way] = ServiceProcess.start(self.places[way], tracker=tracker, commit=serving.commit,

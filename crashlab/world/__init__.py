@@ -32,10 +32,10 @@ from crashlab.world.tracker import (
 )
 from crashlab.world.wire import Failed, NoReply, Relay, TransportError, UnknownOutcome, Wire
 
-__all__ = ["CONTRACT_REFUSAL", "DESK_MODES", "KEY_RETENTION", "TRACKER_MODES", "ApprovalDesk", "Clock", "DeskMode", "Failed", "Fenced",
-           "Model",
-           "NoReply", "NoSuchIssue", "Parts", "Person", "Record", "Refused", "Relay", "Tracker", "TrackerMode", "TrackerProtocol",
-           "TransportError", "UnknownOutcome", "Wire", "World", "WorldState"]
+__all__ = ["CONTRACT_REFUSAL", "DESK_MODES", "KEY_RETENTION", "TRACKER_MODES", "ApprovalDesk", "Clock", "DeskMode",
+           "Failed", "Fenced", "Model", "NoReply", "NoSuchIssue", "Parts", "Person", "Record", "Refused", "Relay",
+           "Tracker", "TrackerMode", "TrackerProtocol", "TransportError", "UnknownOutcome", "Wire", "World",
+           "WorldState"]
 
 
 @dataclass(frozen=True)

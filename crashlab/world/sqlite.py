@@ -269,10 +269,10 @@ class SqliteTracker(Modes):
         self.points.guard("a tracker request made")
         if self.fences and key in self._fenced:
             raise Fenced(f"call {call.id}'s key {key} was fenced by a lookup: the tracker refuses it")
-        if status := screened(self.profile, call, key):
+        status = screened(self.profile, call, key)
+        if status is not None:
             raise refusal(self.points, call, key, status)
         keeps = key is not None and self.mode != "keyless"
-        status: str | None = None
         with self.db.transaction() as sql:
             known = None
             if key is not None and self.honours_keys:
