@@ -151,7 +151,7 @@ def test_a_missing_or_overlong_key_is_refused_where_the_contract_says_and_nothin
             tracker = Tracker(points, "keyed", Clock(), contract) if where == "memory" else \
                 SqliteTracker(points, db, "keyed", contract)
             if contract.key_required:
-                with pytest.raises(Refused, match="400: .* requires an idempotency key"):
+                with pytest.raises(Refused, match=r"400: .* requires an idempotency key"):
                     tracker.request(A, A.args)
             else:
                 assert tracker.request(A, A.args) == 1
