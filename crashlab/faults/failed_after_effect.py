@@ -42,7 +42,7 @@ class FailsAfterEffect(Relay):
         tracker = self.tracker
         assert isinstance(tracker, Tracker), "a failure after the effect is made by a tracker in memory"
         if tracker.replays_failure(key):
-            tracker.points.note("failed", call.tool, call=call.id, key=key, applied=False, answer=None)
+            tracker.points.note("server-error", call.tool, call=call.id, key=key, applied=False, answer=None)
             raise Failed(f"{call.tool} {call.id}: 500 again, the failure its key keeps")
         made = len(tracker.records)
         answer = self.inner.send(call, args, key)
@@ -51,7 +51,7 @@ class FailsAfterEffect(Relay):
         applied = len(tracker.records) > made
         if applied:
             tracker.failed(key)
-        tracker.points.note("failed", call.tool, call=call.id, key=key, applied=applied, answer=answer)
+        tracker.points.note("server-error", call.tool, call=call.id, key=key, applied=applied, answer=answer)
         raise Failed(f"{call.tool} {call.id}: 500, the tracker failed after handling it")
 
     def state(self) -> Any:
@@ -87,14 +87,14 @@ class FailedAfterEffect(Fault):
         return [FailedAfterEffect(str(k)) for k in range(1, requests + 1)]
 
     def acted(self, run: ScenarioRun) -> bool:
-        return any(e.kind == "failed" for e in run.points.events)
+        return any(e.kind == "server-error" for e in run.points.events)
 
     def serve(self, serving: Serving) -> Serving:
         """The service commits its K-th changing request, then answers it with a 500."""
         return replace(serving, failed_after=int(self.value))
 
     def note(self, event: Event) -> str | None:
-        if event.kind != "failed":
+        if event.kind != "server-error":
             return None
         d = event.detail
         sent = f"key {d['key'][:12]}…" if d["key"] else "no key"

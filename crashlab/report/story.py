@@ -154,8 +154,9 @@ def note(event: Event, faults: Faults = Faults()) -> str:
             return f"search {d['call']} → issues {d['answer']} (read only)"
         sent = f"key {d['key'][:12]}…" if d["key"] else "no key"
         if d["applied"] and d.get("forgot"):
+            kept = d.get("kept", KEY_RETENTION)
             return (f"{event.label} {d['call']} ({sent}): the tracker has FORGOTTEN the key "
-                    f"(kept {KEY_RETENTION:g} h), APPLIES it again, #{d['answer']}")
+                    f"(kept {kept:g} h), APPLIES it again, #{d['answer']}")
         if d["applied"]:
             return f"{event.label} {d['call']} ({sent}): the tracker APPLIES it, #{d['answer']}"
         return f"{event.label} {d['call']} ({sent}): the tracker knows the key, answers #{d['answer']}, changes nothing"

@@ -257,8 +257,9 @@ class Tracker(Modes):
         done = self.apply(call, args, key)
         if done is None:
             raise refused(self.points, call, key, args["issue"])
+        kept = {} if not done.forgot or self.profile.retention == KEY_RETENTION else {"kept": self.profile.retention}
         self.points.note("request", call.tool, call=call.id, args=args, key=key, applied=done.made,
-                         answer=done.number, forgot=done.forgot)
+                         answer=done.number, forgot=done.forgot, **kept)
         if done.made:
             self.make_durable()
         self.points.hit("accepted")
