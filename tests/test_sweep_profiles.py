@@ -12,6 +12,7 @@ import inspect
 import json
 
 import pytest
+from hypothesis import given, settings
 
 from crashlab.engine.sweep import sweep
 from crashlab.faults.expired_key import DOWNTIMES, downtimes
@@ -26,6 +27,7 @@ from crashlab.world import Clock, Refused, Tracker
 from crashlab.world.sqlite import Database, SqliteTracker
 
 from .helpers import faults
+from .strategies import jobs
 
 PROFILES = list(registry())
 KEYED = [slug for slug, design in DESIGNS.items() if design.sends_keys]
@@ -33,9 +35,9 @@ UNKEYED = [slug for slug, design in DESIGNS.items() if not design.sends_keys]
 A = Call("A", "create_issue", {"title": "t", "body": "b"})
 
 
-def row(slug: str, profile: str, *under: str, depth: int = 2):
-    """`slug`'s row of the triage job, swept in process under the faults named, against `profile`'s tracker."""
-    return sweep(Setup(VARIANTS[slug], _triage(), faults(*under), profile), RunnerSpec(), depth=depth).row()
+def row(slug: str, profile: str, *under: str, depth: int = 2, job=None):
+    """`slug`'s row of `job` (triage), swept in process under the faults named, against `profile`'s tracker."""
+    return sweep(Setup(VARIANTS[slug], job or _triage(), faults(*under), profile), RunnerSpec(), depth=depth).row()
 
 
 def counts(r) -> tuple[int, ...]:
@@ -113,6 +115,16 @@ def test_a_failure_after_the_effect_is_made_again_by_a_keyed_retry_only_where_th
     assert (unkeyed.dups > 0) == (not contract.key_required)  # a keyless retry makes it again, where it is taken
 
 
+@settings(max_examples=5, deadline=None)
+@given(jobs(max_calls=2))
+def test_on_any_job_a_receiver_that_honours_no_key_makes_the_keyed_design_the_unkeyed_one(job):
+    """Under ``none`` the keys design sends keys no one reads: on any job it comes to what the design without
+    them comes to against the draft, scenario for scenario."""
+    for under in ((), ("failed-after-effect",)):
+        assert counts(row("keys", "none", *under, depth=1, job=job)) == \
+            counts(row("after-reply", DEFAULT, *under, depth=1, job=job)), under
+
+
 def test_the_agent_s_keys_fit_worldline_s_40_characters_so_its_row_is_the_draft_s():
     assert len(key("triage-1.p1", "A")) == 32 <= find("worldline").max_key
     assert counts(row("agent-keyed", "worldline", depth=1)) == counts(row("agent-keyed", DEFAULT, depth=1))
@@ -171,16 +183,19 @@ def test_sweep_profile_all_prints_one_table_loop_by_profile_and_json_rows_name_t
     assert [cell.strip() for cell in lines[0].split("|")[1:-1]] == ["variant", "profile", "scenarios", "with dups",
                                                                      "dups", "missing", "wrong", "asks", "calls+"]
     assert [line.split("|")[2].strip() for line in lines[2:]] == PROFILES  # the default first
-    code, out, err = cli("sweep", "--variant", "keys", "--profile", "none", "--depth", "1", "--format", "json")
+    code, out, err = cli("sweep", "--variant", "keys", "--profile", "none,ietf", "--depth", "1", "--format", "json")
     assert code == 0, err
-    (record,) = json.loads(out)
-    assert record["profile"] == "none" and record["variant"] == "keys" and record["dups"] > 0
+    none, ietf = json.loads(out)
+    assert (none["profile"], ietf["profile"]) == ("none", "ietf") and none["variant"] == ietf["variant"] == "keys"
+    assert none["dups"] > 0 == ietf["dups"]
 
 
 def test_an_unknown_profile_or_an_option_the_profile_table_cannot_honour_is_refused_in_one_line(cli):
     code, out, err = cli("sweep", "--variant", "keys", "--profile", "stripe")
     assert (code, out) == (2, "")
-    assert err.strip() == ("crashlab: error: --profile 'stripe' is not one of " + ", ".join(PROFILES) + ", or all")
+    assert err.strip() == "crashlab: error: unknown profile 'stripe' (valid: all, " + ", ".join(PROFILES) + ")"
+    code, out, err = cli("sweep", "--variant", "keys", "--profile", "acp,acp")
+    assert (code, out, err.strip()) == (2, "", "crashlab: error: profile 'acp' is named twice in 'acp,acp'")
     code, out, err = cli("sweep", "--variant", "keys", "--profile", "all", "--check", "results/book.txt")
     assert (code, out) == (2, "") and "--profile prints the loop × profile table" in err and "Traceback" not in err
 
@@ -222,3 +237,19 @@ def test_the_http_loop_is_swept_against_the_service_under_each_profile(cli):
     rows = {(r["variant"], r["profile"]): r for r in json.loads(out)}
     assert rows[("keyed", "none")]["dups"] > 0 and rows[("keyed", DEFAULT)]["dups"] == 0
     assert rows[("plain", "acp")]["missing"] > 0 and rows[("plain", DEFAULT)]["missing"] == 0
+
+
+@pytest.mark.parametrize("args", [
+    ("sweep", "--variant", "keys", "--profile", ""),
+    ("sweep", "--variant", "keys", "--profile", "ALL"),
+    ("sweep", "--variant", "keys", "--profile", "ietf,,acp"),
+    ("sweep", "--variant", "keys", "--profile", "all", "--fault", "all"),
+    ("explain", "keys@qonto"),
+    ("explain", "keys@:3"),
+    ("explain", "keys@qonto@acp:3"),
+    ("explain", "keys+failed-after-effect=0:3"),
+    ("explain", "keys@Qonto:3"),
+])
+def test_a_hostile_profile_or_scenario_is_refused_in_one_line(cli, args):
+    code, out, err = cli(*args)
+    assert (code, out) == (2, "") and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err

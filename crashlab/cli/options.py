@@ -12,7 +12,6 @@ from crashlab.durable.store import StoreKind
 from crashlab.errors import BadInput
 from crashlab.job import Job, find_job, shown
 from crashlab.loops import FAMILIES, VARIANTS, yours
-from crashlab.profiles import find as find_profile
 from crashlab.profiles import registry as profile_registry
 from crashlab.protocols.fault import Faults, registry
 from crashlab.protocols.runner import TIME_LIMIT
@@ -338,17 +337,13 @@ def faults_of(slugs: tuple[str, ...], settings: dict[str, str | None]) -> Faults
 
 
 profile_option = click.option(
-    "--profile", "profile_name", metavar="NAME|all", default=None,
+    "--profile", "profile_name", metavar="NAME[,NAME...]|all", default=None,
     help="Sweep against a tracker that keeps this provider's idempotency contract (retention, a retry after a "
-         "failure, another payload under a key, a required key; docs: idempotency contracts), or each in turn (all), "
-         "and print one table, loop × profile.")
+         "failure, another payload under a key, a required key; docs: idempotency contracts), or each in turn (a "
+         "list, or all), and print one table, loop × profile.")
 
 
-def profiles_of(name: str) -> list[str]:
-    """The profiles `--profile` names: one by its slug, or every one installed (``all``), the default first."""
-    if name == "all":
-        return list(profile_registry())
-    try:
-        return [find_profile(name).slug]
-    except BadInput:
-        raise BadInput(f"--profile {shown(name)} is not one of {', '.join(profile_registry())}, or all") from None
+def profiles_of(spec: str) -> list[str]:
+    """The profiles `--profile` names: by slug, comma-separated, or every one installed (``all``), the default
+    first."""
+    return list(profile_registry()) if spec == "all" else names(spec, profile_registry(), "profile")
