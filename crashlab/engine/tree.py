@@ -29,6 +29,7 @@ from crashlab.protocols.scenario import (
     Trace,
     check_once,
     check_retrace,
+    profile_tag,
     scenario_id,
 )
 
@@ -413,7 +414,7 @@ class VariantSweep:
         return total
 
     def _walk(self, tree: Tree) -> Iterator[ScenarioResult]:
-        slug, tags = self.setup.variant.slug, tree.faults.tag
+        slug, tags = self.setup.variant.slug, tree.faults.tag + profile_tag(self.setup.profile)
 
         def walk(life: Life, path: _Path) -> Iterator[ScenarioResult]:
             for result, nxt, further in self._forks(tree, life, path):
@@ -427,7 +428,7 @@ class VariantSweep:
 
     def _forks(self, tree: Tree, life: Life, path: _Path) -> Iterator[tuple[ScenarioResult, Life, _Path]]:
         """The scenarios that crash `life`, reached by `path`: each with the life after its crash, and its path."""
-        slug, tags = self.setup.variant.slug, tree.faults.tag
+        slug, tags = self.setup.variant.slug, tree.faults.tag + profile_tag(self.setup.profile)
         crashes, choices, points, hits, saves = path
         names = named(life.labels)
         for (j, choice), nxt in zip(life.forks, life.after, strict=True):

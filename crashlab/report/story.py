@@ -42,12 +42,12 @@ def find_repeats(scenario_id: str, job: Job, variants: Mapping[str, Variant],
     variant = parsed.variant
     if reason := variant.cannot_run(job):
         raise ScenarioError(reason)
-    setup = Setup(variant, job, parsed.faults)
+    setup = Setup(variant, job, parsed.faults, parsed.profile)
     spec = RunnerSpec("in-process" if "in-process" in variant.runners else "forked")
     spec.check(setup)
     crashes, choices = parsed.crashes, parsed.choices
     with spec.open() as runner:
-        baseline = runner.scenario(Setup(variant, job), ())
+        baseline = runner.scenario(Setup(variant, job, profile=parsed.profile), ())
         for k, point in enumerate(crashes):
             reached = runner.scenario(setup, crashes[:k], choices[:k]).passed(k + 1)
             if not 1 <= point <= reached:
@@ -154,8 +154,9 @@ def note(event: Event, faults: Faults = Faults()) -> str:
             return f"search {d['call']} → issues {d['answer']} (read only)"
         sent = f"key {d['key'][:12]}…" if d["key"] else "no key"
         if d["applied"] and d.get("forgot"):
+            kept = d.get("kept", KEY_RETENTION)
             return (f"{event.label} {d['call']} ({sent}): the tracker has FORGOTTEN the key "
-                    f"(kept {KEY_RETENTION:g} h), APPLIES it again, #{d['answer']}")
+                    f"(kept {kept:g} h), APPLIES it again, #{d['answer']}")
         if d["applied"]:
             return f"{event.label} {d['call']} ({sent}): the tracker APPLIES it, #{d['answer']}"
         return f"{event.label} {d['call']} ({sent}): the tracker knows the key, answers #{d['answer']}, changes nothing"

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from crashlab.durable.store import StoreKind
 from crashlab.errors import BadInput
+from crashlab.profiles import DEFAULT
 from crashlab.protocols.runner import TIME_LIMIT, Runner
 from crashlab.protocols.scenario import Setup
 from crashlab.protocols.variant import RunnerKind
@@ -95,6 +96,9 @@ def check_runs(setup: Setup, spec: RunnerSpec) -> None:
                        "been checked to repeat itself under that fault (under timeout it hung): sweep it under "
                        "crash or interleave")
     if variant.stands_in is not None:
+        if setup.profile != DEFAULT:
+            raise BadInput(f"--profile {setup.profile}: a service of yours keeps its own idempotency contract, which "
+                           "crashlab does not set: sweep it without --profile")
         if faults:
             raise BadInput(f"--fault {faults.members[0].slug}: crashlab breaks only what it runs, and a service of "
                            "yours it does not run: sweep it under the crash alone")

@@ -411,7 +411,7 @@ class Outside:
     def __init__(self, setup: Setup, services: Services, choices: tuple[Choice, ...]):
         self.setup, self.services, self.choices = setup, services, choices
         self.stand: YourService | None = setup.variant.stands_in
-        self.serving = setup.faults.serving()
+        self.serving = setup.faults.serving(setup.profile)
         #: The job whose model the service plays, at /v1, for a program that asks it (a job with calls).
         self.plays = setup.job.source if setup.plays_model else None
         self.service = None if self.stand is not None else \
@@ -529,7 +529,8 @@ class Services:
         self.running[way] = ServiceProcess.start(self.places[way], tracker=tracker, commit=serving.commit,
                                                  steps=serving.steps, wrong_at=serving.wrong_at,
                                                  no_reply=serving.no_reply, late=serving.late, job=plays,
-                                                 model_ids=serving.model_ids)
+                                                 model_ids=serving.model_ids, profile=serving.profile,
+                                                 failed_after=serving.failed_after)
         return self.running[way]
 
     def __enter__(self) -> Services:
