@@ -187,6 +187,8 @@ class Tasks(Extension):
                 if made.fingerprint != request:
                     raise Refused(422, f"key {key!r} was first used for another request: a key names one request, "
                                        "send this one under a new key")
+                await self.service.report("task", tool, {"call": called(tool, call), "key": key, "task": made.id,
+                                                         "known": True})
                 return self.state(made, "task")
         task = tasks.create(store, tool, call, key, request, now)
         await self.service.report("task", tool, {"call": called(tool, call), "key": key, "task": task.id},
