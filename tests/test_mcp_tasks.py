@@ -256,3 +256,15 @@ def test_the_tasks_loop_loses_its_handle_where_only_a_key_saves_it(cli):
     code, out, _ = cli("sweep", "--loop", f"{LOOP}:handle", "--effects", EFFECTS, "--depth", "1", "--list", "dups",
                        "--format", "json")
     assert [s["first_crash"] for s in json.loads(out)] == ["task-created#1", "task-created#2", "task-created#3"]
+
+
+def test_a_service_file_made_before_tasks_is_the_services_and_gains_their_table(tmp_path):
+    from crashlab.service.store import BEFORE_TASKS
+
+    path = tmp_path / "service.sqlite"
+    older = sqlite3.connect(path)
+    older.executescript(BEFORE_TASKS + "INSERT INTO records (kind, number, body) VALUES ('issue', 1, 'kept');")
+    older.close()
+    served = service(tmp_path)
+    assert [r.number for r in served.store.records()] == [1]
+    assert session(served, lambda client: make(client, "Login fails")).task_id == "1"

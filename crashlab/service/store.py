@@ -25,7 +25,7 @@ from crashlab.world.sqlite import schema_made_by, schema_of, transaction
 #: The service's file, in the directory it is given.
 SERVICE_FILE = "service.sqlite"
 
-SCHEMA = """
+BEFORE_TASKS = """
 CREATE TABLE IF NOT EXISTS records (
     seq INTEGER PRIMARY KEY,
     kind TEXT NOT NULL CHECK (kind IN ('issue', 'comment')),
@@ -45,6 +45,10 @@ CREATE TABLE IF NOT EXISTS keys (
 );
 CREATE TABLE IF NOT EXISTS fences (key TEXT PRIMARY KEY);
 CREATE TABLE IF NOT EXISTS counts (name TEXT PRIMARY KEY, value NOT NULL);
+"""
+#: MCP's tasks (`crashlab.service.tasks`): a file made before them is the service's all the same, and gains
+#: the table as the service opens it.
+TASKS = """
 CREATE TABLE IF NOT EXISTS tasks (
     seq INTEGER PRIMARY KEY,
     tool TEXT NOT NULL,
@@ -57,6 +61,7 @@ CREATE TABLE IF NOT EXISTS tasks (
     updated REAL NOT NULL
 );
 """
+SCHEMA = BEFORE_TASKS + TASKS
 
 #: Every table, in the order a dump lists them (the tasks are MCP's, `crashlab.service.tasks`).
 TABLES = ("records", "keys", "fences", "counts", "tasks")
@@ -140,7 +145,7 @@ def check_file(path: Path) -> None:
     except sqlite3.DatabaseError as error:
         raise StoreError(f"{path}: not a crashlab service database ({error}); give serve a directory of its "
                          "own") from None
-    if tables and tables != schema_made_by(SCHEMA):
+    if tables and tables not in (schema_made_by(SCHEMA), schema_made_by(BEFORE_TASKS)):
         raise StoreError(f"{path}: not a crashlab service database: its tables are not the service's; give serve a "
                          "directory of its own")
 
