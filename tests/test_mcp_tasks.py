@@ -202,7 +202,8 @@ def test_a_call_remade_under_its_key_gets_the_same_task_and_makes_nothing_new(tm
     assert first.task_id == again.task_id and polled.status == "completed"
     assert other.is_error and "422: key 'run:A' was first used for another request" in other.content[0].text
     assert records(served) == [("Login fails", "run:A")]
-    assert [frame[:3] for frame in served.line.frames[:2]] == [("task", "task-created", "1"), ("task", None, "1")]
+    assert [frame[:3] for frame in served.line.frames[:3]] == [("task", "task-created", "1"), ("task", None, "1"),
+                                                               ("refused", None, None)]
 
 
 def test_a_task_whose_client_died_still_runs_so_a_client_that_makes_another_makes_the_effect_twice(tmp_path):

@@ -105,10 +105,12 @@ def build_server(service: Service) -> MCPServer:
 
     async def changed(ctx: Context, tool: str, arguments: dict[str, Any], argument: str | None) -> dict[str, Any]:
         try:
-            key = key_sent(ctx.request_context.params, argument)
+            try:
+                key = key_sent(ctx.request_context.params, argument)
+            except Refused as refused:  # reported as the tracker reports its own refusals
+                await service.report("refused", tool, {"status": refused.status, "key": None})
+                raise ToolError(f"{refused.status}: {refused.message}") from None
             return outcome(await change(tool, arguments, key))  # the tracker checks the key
-        except Refused as refused:
-            raise ToolError(f"{refused.status}: {refused.message}") from None
         except LineBroken:
             raise ToolError("503: the harness's control line is gone: the service is stopping") from None
 

@@ -164,16 +164,17 @@ class Tasks(Extension):
         """A changing call from a client that declared the extension becomes a task; any other goes on as it is."""
         if params.name not in TASK_TOOLS or not declares_tasks(ctx):
             return await call_next(ctx)
-        arguments = params.arguments or {}
+        arguments, checked = params.arguments or {}, None
         try:
-            key = key_sent(ctx.params, arguments.get(ARGUMENT))
-            checked = None if key is None else valid_key(key)
-            if checked is None and self.service.keys == "required":
-                raise Refused(400, f"{params.name} needs an idempotency key: this service runs with keys required")
-            call = canonical(params.name, arguments)
-            return await self.made(params.name, call, checked)
-        except Refused as refused:
-            return refusal(refused)
+            try:
+                key = key_sent(ctx.params, arguments.get(ARGUMENT))
+                checked = None if key is None else valid_key(key)
+                if checked is None and self.service.keys == "required":
+                    raise Refused(400, f"{params.name} needs an idempotency key: this service runs with keys required")
+                return await self.made(params.name, canonical(params.name, arguments), checked)
+            except Refused as refused:  # reported as the tracker reports its own refusals
+                await self.service.report("refused", params.name, {"status": refused.status, "key": checked})
+                return refusal(refused)
         except LineBroken:
             return refusal(Refused(503, "the harness's control line is gone: the service is stopping"))
 
