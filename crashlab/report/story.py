@@ -137,7 +137,7 @@ def size(n: int) -> str:
 
 
 #: Notes that say what the next crash point means; they are printed on that point's line.
-ATTACHED = {"save", "request", "model"}
+ATTACHED = {"save", "request", "model", "task"}
 
 
 def note(event: Event, faults: Faults = Faults()) -> str:
@@ -160,6 +160,12 @@ def note(event: Event, faults: Faults = Faults()) -> str:
         if d["applied"]:
             return f"{event.label} {d['call']} ({sent}): the tracker APPLIES it, #{d['answer']}"
         return f"{event.label} {d['call']} ({sent}): the tracker knows the key, answers #{d['answer']}, changes nothing"
+    if event.kind == "task":
+        sent = f"key {d['key'][:12]}…" if d["key"] else "no key"
+        said = f"{event.label} {d['call']} ({sent})"
+        if d.get("known"):
+            return f"{said}: the service knows the key, answers task {d['task']}, makes nothing"
+        return f"{said}: the service MAKES task {d['task']}, durable before its handle leaves"
     if event.kind == "decision":
         return f"{d['call']} has a marker and no result: the ladder says {event.label.upper()}, {d['why']}"
     if event.kind == "ask":

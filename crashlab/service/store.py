@@ -1,4 +1,4 @@
-"""The service's records, keys, fences and counts in one SQLite file, DIR/service.sqlite.
+"""The service's records, keys, fences, counts and MCP tasks in one SQLite file, DIR/service.sqlite.
 
 The service's promise is the tracker's (`crashlab.world.sqlite`): WAL mode, ``synchronous=FULL``,
 and every change in one ``BEGIN IMMEDIATE`` transaction that commits before the answer leaves. So a
@@ -25,7 +25,7 @@ from crashlab.world.sqlite import schema_made_by, schema_of, transaction
 #: The service's file, in the directory it is given.
 SERVICE_FILE = "service.sqlite"
 
-SCHEMA = """
+BEFORE_TASKS = """
 CREATE TABLE IF NOT EXISTS records (
     seq INTEGER PRIMARY KEY,
     kind TEXT NOT NULL CHECK (kind IN ('issue', 'comment')),
@@ -46,7 +46,25 @@ CREATE TABLE IF NOT EXISTS keys (
 CREATE TABLE IF NOT EXISTS fences (key TEXT PRIMARY KEY);
 CREATE TABLE IF NOT EXISTS counts (name TEXT PRIMARY KEY, value NOT NULL);
 """
+#: MCP's tasks (`crashlab.service.tasks`): a file made before them is the service's all the same, and gains
+#: the table as the service opens it.
+TASKS = """
+CREATE TABLE IF NOT EXISTS tasks (
+    seq INTEGER PRIMARY KEY,
+    tool TEXT NOT NULL,
+    arguments TEXT NOT NULL,
+    key TEXT,
+    fingerprint TEXT NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('working', 'completed', 'failed', 'cancelled')),
+    result TEXT,
+    made REAL NOT NULL,
+    updated REAL NOT NULL
+);
+"""
+SCHEMA = BEFORE_TASKS + TASKS
 
+#: Every table, in the order a dump lists them (the tasks are MCP's, `crashlab.service.tasks`).
+TABLES = ("records", "keys", "fences", "counts", "tasks")
 #: What `/_crashlab/state` counts, each a row of the counts table.
 COUNTS = ("asks", "approvals", "model_calls")
 #: The clock's offset, in hours, is kept beside the counts: a restart keeps the time it was moved to.
@@ -137,7 +155,7 @@ def check_file(path: Path) -> None:
     except sqlite3.DatabaseError as error:
         raise StoreError(f"{path}: not a crashlab service database ({error}); give serve a directory of its "
                          "own") from None
-    if tables and tables != schema_made_by(SCHEMA):
+    if tables and tables not in (schema_made_by(SCHEMA), schema_made_by(BEFORE_TASKS)):
         raise StoreError(f"{path}: not a crashlab service database: its tables are not the service's; give serve a "
                          "directory of its own")
 
@@ -248,9 +266,9 @@ class Store:
             sql.execute("INSERT OR IGNORE INTO fences (key) VALUES (?)", (key,))
 
     def reset(self) -> None:
-        """Empty everything: records, keys, fences, counts and the clock's offset."""
+        """Empty everything: records, keys, fences, counts, the clock's offset and MCP's tasks."""
         with self.transaction() as sql:
-            for table in ("records", "keys", "fences", "counts"):  # names, never input
+            for table in TABLES:  # names, never input
                 sql.execute(f"DELETE FROM {table}")
 
 
@@ -263,10 +281,12 @@ class Dump:
     keys: tuple[tuple[Any, ...], ...]  # key, fingerprint, status, answer, made
     fences: tuple[str, ...]
     counts: tuple[tuple[str, Any], ...]
+    tasks: tuple[tuple[Any, ...], ...] = ()  # seq, tool, arguments, key, fingerprint, status, result, made, updated
 
     def content(self) -> tuple[Any, ...]:
-        """The dump without the wall-clock time each key was kept, which no two runs share."""
-        return self.records, tuple(row[:4] for row in self.keys), self.fences, self.counts
+        """The dump without the wall-clock times keys were kept and tasks made, which no two runs share."""
+        return self.records, tuple(row[:4] for row in self.keys), self.fences, self.counts, \
+            tuple(row[:7] for row in self.tasks)
 
     def state(self) -> dict[str, Any]:
         """What ``/_crashlab/state`` would answer."""
@@ -281,10 +301,11 @@ def dump(path: Path) -> Dump:
     connection = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     try:
         rows = [tuple(connection.execute(f"SELECT * FROM {table} ORDER BY {order}"))  # names, never input
-                for table, order in (("records", "seq"), ("keys", "key"), ("fences", "key"), ("counts", "name"))]
+                for table, order in (("records", "seq"), ("keys", "key"), ("fences", "key"), ("counts", "name"),
+                                     ("tasks", "seq"))]
     finally:
         connection.close()
-    return Dump(rows[0], rows[1], tuple(key for (key,) in rows[2]), rows[3])
+    return Dump(rows[0], rows[1], tuple(key for (key,) in rows[2]), rows[3], rows[4])
 
 
 def load(path: Path, dumped: Dump) -> None:
@@ -292,12 +313,13 @@ def load(path: Path, dumped: Dump) -> None:
     connection = sqlite3.connect(path, isolation_level=None, timeout=10)
     try:
         with transaction(connection) as sql:
-            for table in ("records", "keys", "fences", "counts"):  # names, never input
+            for table in TABLES:  # names, never input
                 sql.execute(f"DELETE FROM {table}")
             sql.executemany("INSERT INTO records VALUES (?, ?, ?, ?, ?, ?, ?)", dumped.records)
             sql.executemany("INSERT INTO keys VALUES (?, ?, ?, ?, ?)", dumped.keys)
             sql.executemany("INSERT INTO fences VALUES (?)", [(key,) for key in dumped.fences])
             sql.executemany("INSERT INTO counts VALUES (?, ?)", dumped.counts)
+            sql.executemany("INSERT INTO tasks VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", dumped.tasks)
     finally:
         connection.close()
 

@@ -429,8 +429,12 @@ class Service:
 
     def live(self, key: str, now: float) -> Kept | None:
         """The response kept under `key`, unless it is older than the retention: then the key is forgotten."""
-        kept, hours = self.store.kept(key), self.kept_for
-        return kept if kept is not None and (hours is None or now - kept.made < hours * 3600.0) else None
+        kept = self.store.kept(key)
+        return kept if kept is not None and self.fresh(kept.made, now) else None
+
+    def fresh(self, made: float, now: float) -> bool:
+        """Whether what was kept under a key at `made` still counts at `now`, by the retention."""
+        return self.kept_for is None or now - made < self.kept_for * 3600.0
 
     # Read-only requests: a search, and the lookup rung.
 
