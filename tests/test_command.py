@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import shlex
 import shutil
 import sys
 
@@ -85,6 +86,59 @@ def test_a_relative_script_is_found_where_crashlab_was_started():
                       "--format", "json")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)[0]["variant"] == "triage-agent"  # named for its script
+
+
+@pytest.mark.slow
+def test_points_lists_a_programs_crash_points_with_what_its_run_directory_and_the_service_hold_at_each(cli):
+    """The agent's three commits, each with the progress it had saved there (the run's ID, then one result more per
+    save) and the service's records; the agent on the official SDK, with --job, asks the model too."""
+    code, out, err = cli("points", "--command", f"plain={PYTHON}", "--effects", EFFECTS, "--format", "json")
+    assert code == 0, err
+    assert [(p["label"], p["checkpoint"], p["tracker"]) for p in json.loads(out)] == [
+        ("accepted", "progress.json 55 B", ["issue #1 (A)"]),
+        ("accepted", "progress.json 61 B", ["issue #1 (A)", "issue #2 (B)"]),
+        ("accepted", "progress.json 69 B", ["issue #1 (A)", "issue #2 (B)", "comment #1 on #1 (C)"])]
+    code, out, err = cli("points", "--command", OPENAI_AGENT, "--job", "triage", "--format", "json")
+    assert code == 0, err
+    labels = [p["label"] for p in json.loads(out)]
+    assert labels.count("accepted") == 3 and labels[:2] == ["model-asked", "model-answered"]
+
+
+@pytest.mark.parametrize(("args", "says"), [
+    (["--command", "", "--effects", EFFECTS], "--command names no program"),
+    (["--command", "no-such-program-here x", "--effects", EFFECTS], "no program 'no-such-program-here' here"),
+    (["--command", PYTHON], "--command needs --effects FILE"),
+    (["--command", f"a={PYTHON}", "--command", f"b={PYTHON}", "--effects", EFFECTS],
+     "crashlab points lists one program's points: name one as SLUG (a, b)"),
+    (["c", "--command", f"a={PYTHON}", "--effects", EFFECTS], "no --command is named 'c' (named: a)"),
+    (["per-turn", "--fs-points"], "--fs-points finds the crash points of a program (--command)"),
+    (["per-turn", "--effects", EFFECTS], "--effects belongs to your agent as a program: give --command"),
+    ([], "crashlab points needs SLUG, a variant (per-turn,"),
+])
+def test_points_of_a_command_that_cannot_run_are_refused_in_one_line(cli, args, says):
+    code, out, err = cli("points", *args)
+    assert (code, out) == (2, "") and err.count("\n") == 1 and says in err
+
+
+def test_points_of_a_program_a_sweep_would_refuse_are_refused_as_the_sweep_refuses_it(cli):
+    code, out, err = cli("points", "--command", "true", "--effects", EFFECTS)
+    assert (code, out) == (2, "") and err.count("\n") == 1
+    assert "does it call crashlab's service at the URL in CRASHLAB_TRACKER_URL" in err
+
+
+@pytest.mark.slow
+def test_sweep_list_names_a_programs_scenarios_each_with_the_explain_that_replays_it(cli):
+    code, out, err = cli("sweep", "--command", f"plain={PYTHON}", "--effects", EFFECTS, "--depth", "1", "--list",
+                         "dups")
+    assert code == 0, err
+    listed = out.splitlines()
+    assert [line.split()[:2] for line in listed] == [["plain:1", "accepted#1"], ["plain:2", "accepted#2"],
+                                                       ["plain:3", "accepted#3"]]
+    replay = shlex.split(listed[1].split(None, 2)[2])
+    assert replay[:3] == ["crashlab", "explain", "plain:2"]
+    code, story, err = cli(*replay[1:])
+    assert code == 0, err
+    assert "duplicates:    B ×2 (DUPLICATED)" in story
 
 
 def test_explain_tells_a_programs_scenario_process_by_process(cli):
@@ -243,6 +297,20 @@ def test_a_program_that_writes_no_file_has_no_file_system_points(cli):
                            "--fs-points")
     assert code == 0, err
     assert "it wrote, synced, renamed and unlinked no file in its run directory" in story
+
+
+@pytest.mark.slow
+@needs_fuse
+def test_points_of_a_programs_file_operations_show_its_run_directory_as_each_finds_it(cli):
+    """At the second save's rename the result is in progress.tmp alone; at the directory's sync after it, in
+    progress.json: what a death at each leaves, copied from under the layer while it holds the operation."""
+    code, out, err = cli("points", "--command", f"plain={PYTHON}", "--effects", EFFECTS, "--fs-points", "--format",
+                         "json")
+    assert code == 0, err
+    on_disk = {f"{p['label']}#{p['occurrence']}": p["checkpoint"] for p in json.loads(out)}
+    assert len(on_disk) == 19
+    assert on_disk["rename:progress.tmp->progress.json#2"] == "progress.json 55 B, progress.tmp 61 B"
+    assert on_disk["fsync:.#2"] == "progress.json 61 B"
 
 
 def within(seconds: float, *args: str, cwd=ROOT) -> tuple[int, str, str]:
