@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import signal
 import sqlite3
 import subprocess
@@ -24,6 +25,8 @@ from pathlib import Path
 import pytest
 
 from crashlab.durable.fuse import KEEP, MOST, STATES, SYNC, WAIT, Layer, Passthrough, answer, unusable
+from crashlab.runners.group import Boundary, Child
+from crashlab.runners.served import end
 from crashlab.service import control
 
 
@@ -400,6 +403,36 @@ def test_while_the_layer_holds_an_operation_at_its_point_it_still_counts_the_sta
         finally:
             assert program.wait(timeout=WAIT) == 0
         assert layer.states() == 2
+
+
+@pytest.mark.slow
+@needs_fuse
+def test_a_process_killed_while_a_thread_of_it_stands_in_a_held_operation_ends(tmp_path: Path) -> None:
+    """A program of two threads: one stands in an operation the layer holds, told and not yet answered, when the
+    harness kills the process for the other's sake (a death at the service's point). A process ends only once each
+    of its threads has left the kernel, and the held one leaves only on the layer's answer, which waits for the
+    harness's word: ending it, the harness answers every point told meanwhile, gone, and the operation is not done."""
+    backing = tmp_path / "backing"
+    backing.mkdir()
+    with Layer.over(backing, tells=True) as layer, ThreadPoolExecutor(1) as harness:
+        assert layer.line is not None
+        boundary = Boundary.new()  # as the harness starts each process of a program
+        pid = os.fork()
+        if pid == 0:
+            try:
+                boundary.enter()
+                os.chdir(layer.mountpoint)
+                os.execv(sys.executable, [sys.executable, "-c", WRITES_AND_SYNCS])
+            finally:
+                os._exit(127)
+        assert select.select([layer.line], [], [], WAIT)[0]  # its fsync told, and held, while the harness is busy
+        ending = harness.submit(end, Child(pid, boundary=boundary), layer.line)
+        try:
+            ending.result(timeout=WAIT)
+        finally:  # the word the harness owed, which frees a harness that waits for the process to end
+            if not ending.done():
+                control.send(layer.line, control.GONE)
+        assert layer.states() == 3  # the write made, its fsync never: a cut may lose it, or its name
 
 
 #: A program that writes a file and syncs it: two points, the fsync and the close after the write.
