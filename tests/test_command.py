@@ -363,6 +363,19 @@ def test_a_power_cut_at_a_file_operation_loses_what_no_sync_made_durable_and_not
         == [[1], [1, 1, 1], [1, 1], [1, 1], [0, 1, 1]]
 
 
+@pytest.mark.slow
+@needs_fuse
+@pytest.mark.parametrize("fault", ["crash", "power-cut"])
+def test_a_program_whose_threads_race_at_its_file_operations_is_refused_and_never_hangs(fault):
+    """threads_agent.py files two issues on two threads, each saving its own file: which goes first changes from run to
+    run, so no table can count it. A thread can stand in an operation the layer holds as its process dies for the
+    other's sake, which kept the process from ending (the harness waited on it, it on the layer, the layer on the
+    harness). The sweep ends, and says why it cannot count the program."""
+    code, _, err = within(300, "sweep", "--command", f"{sys.executable} {PROGRAMS / 'threads_agent.py'}",
+                          "--effects", EFFECTS, "--fs-points", "--fault", fault, "--depth", "1", "--format", "json")
+    assert code == 3 and ("the loop is not deterministic" in err or "flaky scenarios" in err), err
+
+
 def test_fs_points_where_fuse_is_not_usable_are_refused_in_one_line(cli, monkeypatch):
     monkeypatch.setattr("crashlab.durable.fuse.unusable", lambda: "fusermount3 is not installed")
     code, out, err = cli("sweep", "--command", PYTHON, "--effects", EFFECTS, "--fs-points", "--depth", "1")
