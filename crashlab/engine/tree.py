@@ -18,7 +18,7 @@ from operator import attrgetter
 from typing import TYPE_CHECKING
 
 from crashlab.errors import Stray
-from crashlab.protocols.death import Choice, Left
+from crashlab.protocols.death import Choice, Left, NoSuchChoice
 from crashlab.protocols.fault import Faults
 from crashlab.protocols.outcome import COUNT_HEADS, COUNT_KEYS, Counts, Failure, Outcome, failure, flaky_outcome
 from crashlab.protocols.points import named
@@ -195,8 +195,12 @@ class Branch:
         strayed = False
         for _ in range(self.repeat):
             try:
-                run = runner.scenario(self.setup, crashes, choices, watch=watch)
-            except Stray:  # a process finished without reaching its crash point
+                try:
+                    run = runner.scenario(self.setup, crashes, choices, watch=watch)
+                except NoSuchChoice as error:  # its death left fewer states than the same death of the run it repeats
+                    raise Stray(f"{error}, where the run it repeats left the one it names: the loop is not "
+                                "deterministic") from None
+            except Stray:  # a process finished without reaching its crash point, or its death left other states
                 if self.strays_fail:
                     raise
                 strayed = True

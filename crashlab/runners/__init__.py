@@ -112,10 +112,6 @@ def check_runs(setup: Setup, spec: RunnerSpec) -> None:
 
             if unable := unusable():
                 raise BadInput(f"--fault {cutting.slug} cuts a loop's run directory on a FUSE layer, and here {unable}")
-            if variant.fs_points:  # the layer counts a cut's states when asked, and at its own point it waits on us
-                raise BadInput(f"--fault {cutting.slug} with --fs-points is not built yet: at a file operation the "
-                               "layer holds it, and cannot count the states a cut there leaves; sweep the cut at the "
-                               "service's points (without --fs-points), or the file operations under the crash alone")
         return
     missing = faults.needs - spec.offers
     if missing:
