@@ -48,7 +48,6 @@ from crashlab.report.receipts import Receipts
 from crashlab.report.results import PendingResults
 from crashlab.report.windows import causes, describe, tell, windows
 from crashlab.runners import RunnerSpec
-from crashlab.runners.served import RefusedByContract
 
 #: `sweep --max-scenarios`: about a minute of scenarios in process (the depth-3 book sweep is 58,695), and
 #: hours of them killed for real; past it, a sweep is a mistake more often than a plan.
@@ -298,6 +297,8 @@ def swept_refusing(setups: list[Setup], spec: RunnerSpec, depth: int, share: boo
     """`swept`, but a setup whose uninterrupted run its contract refused is left out, and why is put in `refused`
     under its profile and slug; the rest are swept again without it. A contract refuses a run before any tree
     grows (every uninterrupted run comes first), so what is swept again is only the others' uninterrupted runs."""
+    from crashlab.runners.served import RefusedByContract  # here: a sweep in process never starts the service
+
     left = list(setups)
     while left:
         try:
