@@ -277,7 +277,6 @@ def test_a_loop_its_contract_refuses_is_a_row_that_says_so_and_the_other_rows_st
     assert "refused by the acp contract" in line and not any(ch.isdigit() for ch in line.split("refused")[0])
 
 
-@pytest.mark.slow
 def test_a_loop_that_fails_for_no_contract_s_reason_still_fails_a_sweep_under_several_profiles(cli):
     """tests/unfound_loop.py comments on an issue the service does not hold and dies of the 404, under any
     profile: that is the loop's failure, not a contract's refusal, and the sweep fails with the harness error."""
