@@ -250,3 +250,63 @@ def test_the_http_loop_is_swept_against_the_service_under_each_profile(cli):
 def test_a_hostile_profile_or_scenario_is_refused_in_one_line(cli, args):
     code, out, err = cli(*args)
     assert (code, out) == (2, "") and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+
+
+@pytest.mark.slow
+def test_a_loop_its_contract_refuses_is_a_row_that_says_so_and_the_other_rows_stand(cli):
+    """Issue 41: the plain HTTP loop takes ACP's 400 for a bug and fails its uninterrupted run. Under several
+    profiles that is ACP's row, blank, saying why; the keyed loop is swept under ACP, and the draft's rows are those
+    of a sweep under the draft alone. The contract's refusal is the finding, so the sweep exits 0."""
+    loop = ("--loop", "examples/http_loop.py:plain,keyed", "--effects", "examples/http_loop.yaml", "--depth", "1")
+    code, out, err = cli("sweep", *loop, "--profile", "ietf,acp", "--format", "json")
+    assert code == 0, err
+    rows = {(r["variant"], r["profile"]): r for r in json.loads(out)}
+    refused = rows["plain", "acp"]
+    assert refused["failed"] == ("refused by the acp contract: its uninterrupted run failed (create_issue: 400 "
+                                 "idempotency_key_required)")
+    assert refused["scenarios"] is None and refused["dups"] is None
+    assert rows["keyed", "acp"]["scenarios"] > 0 and rows["keyed", "acp"]["dups"] == 0
+    assert not any("failed" in r for key, r in rows.items() if key != ("plain", "acp"))
+    code, alone, err = cli("sweep", *loop, "--profile", "ietf", "--format", "json")
+    assert code == 0, err
+    assert json.loads(alone) == [rows["plain", "ietf"], rows["keyed", "ietf"]]
+    assert rows["plain", "ietf"]["dups"] > 0
+    code, table, err = cli("sweep", *loop, "--profile", "acp")
+    assert code == 0, err
+    line = next(line for line in table.splitlines() if "| plain" in line)
+    assert "refused by the acp contract" in line and not any(ch.isdigit() for ch in line.split("refused")[0])
+
+
+def test_a_loop_that_fails_for_no_contract_s_reason_still_fails_a_sweep_under_several_profiles(cli):
+    """tests/unfound_loop.py comments on an issue the service does not hold and dies of the 404, under any
+    profile: that is the loop's failure, not a contract's refusal, and the sweep fails with the harness error."""
+    code, out, err = cli("sweep", "--loop", "tests/unfound_loop.py:comment", "--effects", "examples/http_loop.yaml",
+                         "--depth", "1", "--profile", "acp,ietf")
+    assert code == 3 and out == ""
+    assert err.startswith("crashlab: harness error: comment@acp: process 1 failed: HTTPError: HTTP Error 404"), err
+
+
+def test_only_a_contract_s_refusal_of_the_last_request_makes_a_failed_run_the_contract_s():
+    """A first process that failed is the contract's refusal only if the last request the service answered was
+    refused by the contract's own rules; a 404, or a contract refusal the loop went on from, is the loop's."""
+    from crashlab.protocols.points import Event, Where
+    from crashlab.runners.served import LoopFailed, RefusedByContract, refused_by
+
+    setup = Setup(VARIANTS["keys"], _triage(), profile="acp")
+    refusal = Event(1, "refused", "create_issue", Where(), 0,
+                    {"status": 400, "key": None, "code": "idempotency_key_required", "contract": True})
+    not_found = Event(1, "refused", "comment", Where(), 0, {"status": 404, "key": "k"})
+    made = Event(1, "request", "create_issue", Where(), 0, {"key": "k", "applied": True})
+    saved = Event(1, "point", "put-writes", Where(), 1)
+
+    def judged(*events: Event) -> LoopFailed:
+        points = Recorder((), "keys@acp")
+        points.start_process()
+        points.events.extend(events)
+        return refused_by(LoopFailed("keys@acp: process 1", "ServiceError: 400"), setup, points)
+
+    told = judged(made, refusal, saved)
+    assert isinstance(told, RefusedByContract) and told.refusal == "create_issue: 400 idempotency_key_required"
+    assert (told.variant, told.profile, str(told)) == ("keys", "acp", "keys@acp: process 1 failed: ServiceError: 400")
+    for events in [(), (made,), (not_found,), (refusal, made), (made, not_found, saved)]:
+        assert type(judged(*events)) is LoopFailed

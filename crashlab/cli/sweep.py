@@ -38,6 +38,7 @@ from crashlab.errors import BadInput, CheckFailed, Flaky
 from crashlab.faults.interleave import LIMIT, MOST, bounded
 from crashlab.job import Job
 from crashlab.loops import VARIANTS
+from crashlab.profiles import DEFAULT
 from crashlab.protocols.fault import every_setting
 from crashlab.protocols.scenario import ScenarioResult, Setup
 from crashlab.protocols.variant import Variant
@@ -249,30 +250,64 @@ def every_profile(profiles: list[str], setups: list[Setup], spec: RunnerSpec, de
                   scheduler: str | None, max_scenarios: int, fmt: str, listing: str | None,
                   explaining: Callable[[str], str]) -> None:
     """`sweep --profile`: the setups swept against a tracker keeping each profile's contract in turn, printed as one
-    table, loop × profile (or, with `listing`, every profile's scenarios that `listing` picks, IDs ``...@SLUG``)."""
+    table, loop × profile (or, with `listing`, every profile's scenarios that `listing` picks, IDs ``...@SLUG``).
+
+    Under several profiles, or one not the default's, a loop whose uninterrupted run fails just after the contract
+    refused its request by the contract's own rules (`RefusedByContract`: ACP's 400 to a request with no key) is
+    that profile's row, blank, saying so, and the other rows still stand: what a contract refuses is a finding, as
+    the in-process world counts such a refusal missing. Any other failure fails the sweep, as a single sweep's does;
+    a sweep under the default profile alone is the sweep it always was."""
+    refusals_are_rows = len(profiles) > 1 or profiles != [DEFAULT]
     swept_under: dict[str, list[VariantSweep]] = {}
+    refused: dict[tuple[str, str], str] = {}  # (profile, variant) → why its row has no counts
     for profile in profiles:
         began = time.perf_counter()
         under = [replace(setup, profile=profile) for setup in setups]
-        swept_under[profile] = swept(under, spec, depth, share, workers, scheduler, max_scenarios)
+        swept_under[profile] = swept_refusing(under, spec, depth, share, workers, scheduler, max_scenarios, refused) \
+            if refusals_are_rows else swept(under, spec, depth, share, workers, scheduler, max_scenarios)
         click.echo(f"swept profile {profile}: {sum(s.row().scenarios for s in swept_under[profile]):,} scenarios in "
                    f"{time.perf_counter() - began:.1f} s", err=True)
-    rows = [(profile, swept_under[profile][k].row()) for k in range(len(setups)) for profile in profiles]
+    by_slug = {profile: {s.setup.variant.slug: s.row() for s in swept_under[profile]} for profile in profiles}
+    rows: list[tuple[str, Row | tables.Failed]] = [
+        (profile, by_slug[profile][v.slug] if v.slug in by_slug[profile] else
+         tables.Failed(v.slug, v.name, refused[profile, v.slug])) for v in (s.variant for s in setups)
+        for profile in profiles]
+    counted = [row for _, row in rows if isinstance(row, Row)]
     faults = setups[0].faults
-    if faults and not any(row.scenarios for _, row in rows):
+    if faults and not any(row.scenarios for row in counted):
         raise BadInput(f"{' + '.join(f.slug for f in faults.members)} makes no scenario of "
                        f"{', '.join(s.variant.slug for s in setups)} under any profile: the table would be all zeros")
     if listing is not None:
+        for (profile, slug), why in refused.items():
+            click.echo(f"{slug}@{profile}: {why}", err=True)
         every = (result for profile in profiles for result in every_scenario(swept_under[profile]))
         return echo_listing(every, listing, explaining, fmt)
-    columns = columns_for([s.variant for s in setups], depth, [row for _, row in rows])
+    columns = columns_for([s.variant for s in setups], depth, counted)
     if fmt == "table":
         click.echo(tables.by_profile(rows))
     elif fmt == "json":
         click.echo(json.dumps(tables.profile_records(rows, columns), indent=2))
     else:
         data = [{k: v for k, v in r.items() if k != "by_depth"} for r in tables.profile_records(rows, columns)]
-        click.echo(tables.csv_text(data, list(data[0])).rstrip("\n"))
+        click.echo(tables.csv_text(data, list(dict.fromkeys(k for r in data for k in r))).rstrip("\n"))
+
+
+def swept_refusing(setups: list[Setup], spec: RunnerSpec, depth: int, share: bool, workers: int, scheduler: str | None,
+                   max_scenarios: int, refused: dict[tuple[str, str], str]) -> list[VariantSweep]:
+    """`swept`, but a setup whose uninterrupted run its contract refused is left out, and why is put in `refused`
+    under its profile and slug; the rest are swept again without it. A contract refuses a run before any tree
+    grows (every uninterrupted run comes first), so what is swept again is only the others' uninterrupted runs."""
+    from crashlab.runners.served import RefusedByContract  # here: a sweep in process never starts the service
+
+    left = list(setups)
+    while left:
+        try:
+            return swept(left, spec, depth, share, workers, scheduler, max_scenarios)
+        except RefusedByContract as refusal:
+            refused[refusal.profile, refusal.variant] = \
+                f"refused by the {refusal.profile} contract: its uninterrupted run failed ({refusal.refusal})"
+            left = [s for s in left if s.variant.slug != refusal.variant]
+    return []
 
 
 def held(differences: list[str], broken: str, holds: str) -> None:

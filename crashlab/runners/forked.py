@@ -49,7 +49,7 @@ from crashlab.runners.group import Boundary, Child, Hung, Outlived
 from crashlab.runners.group import die as group_die
 from crashlab.runners.group import stop as group_stop
 from crashlab.runners.output import Output, flush
-from crashlab.runners.served import RUN_DIR, LoopFailed, Outside, Services, ended_by, served_world
+from crashlab.runners.served import RUN_DIR, LoopFailed, Outside, Services, ended_by, refused_by, served_world
 from crashlab.runners.turns import turns
 from crashlab.scratch import remove, scratch
 from crashlab.world import World, WorldState
@@ -233,8 +233,10 @@ class Forked:
                     outside.live(points, directory, partial(live, limit=self.limit), self.limit, fs=told(layer),
                                  cache=layer if setup.faults.cuts else None)
             except LoopFailed as failed:
-                if not (crashes or setup.faults) or points.process <= len(crashes):
-                    raise  # it fails by itself, or before the point it reached before: not deterministic
+                if not (crashes or setup.faults):
+                    raise refused_by(failed, setup, points) from None  # it fails by itself, or its contract refused it
+                if points.process <= len(crashes):
+                    raise  # it fails before the point it reached before: not deterministic
                 stuck = failed.why  # it cannot go on in what the deaths (or the faults) left: an outcome
                 points.note("failed", failed.why)
                 break
@@ -285,8 +287,8 @@ class Forked:
                 outside.live(points, directory, partial(live, limit=self.limit), self.limit, stopped, told(layer))
             check_death(points, returned)
         except LoopFailed as failed:
-            if start is None:
-                raise  # the first process fails by itself: not deterministic, or broken
+            if start is None:  # the first process fails by itself: not deterministic, broken, or refused
+                raise refused_by(failed, setup, points) from None
             stuck = failed.why  # it cannot go on in what the death left: an outcome, as `scenario` counts it
             points.note("failed", failed.why)
         world, store, final = ended(setup, points, directory,

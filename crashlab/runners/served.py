@@ -346,6 +346,45 @@ class LoopFailed(HarnessError):
         return LoopFailed, (self.scenario, self.why)  # it crosses from a worker process whole
 
 
+class RefusedByContract(LoopFailed):
+    """A loop's first process failed just after the receiver's idempotency contract refused its request with the
+    contract's own error code (ACP's ``idempotency_key_required``): the loop cannot run under that contract at all.
+
+    For a single sweep it fails as any `LoopFailed` does, with the same line; a sweep under several contracts
+    (`crashlab sweep --profile`) shows it as that profile's row instead, for the contract's refusal is the finding,
+    and the other rows still stand. `refusal` says what the contract refused, in one line."""
+
+    def __init__(self, scenario: str, why: str, variant: str, profile: str, refusal: str):
+        super().__init__(scenario, why)
+        self.variant, self.profile, self.refusal = variant, profile, refusal
+
+    def __reduce__(self) -> tuple[type[LoopFailed], tuple[str, ...]]:  # type: ignore[override]
+        return RefusedByContract, (self.scenario, self.why, self.variant, self.profile, self.refusal)
+
+
+#: The events crashlab's service reports as it answers a request, one for each (`crashlab.service.tracker`).
+ANSWERED = frozenset({"request", "refused", "lookup", "ask", "approval", "model", "task", "no-reply",
+                      "failed-after-effect"})
+
+
+def refused_by(failed: LoopFailed, setup: Setup, points: Recorder) -> LoopFailed:
+    """`failed`, the failure of a first process from nothing, as a `RefusedByContract` if the last request the
+    service answered in it was refused, with a 4xx, by its contract's own rules (``"contract"`` in the refusal's
+    detail: a key required, too long for the profile, reused for another payload, in flight). What the loop did
+    after, short of another request (its framework saving the error, as LangGraph's checkpointer does), is its
+    way of failing. A refusal the loop went on from, or a 4xx of no contract's (a comment on no issue, a
+    malformed body), leaves it a failure of the loop's."""
+    answers = [e for e in points.events if e.process == points.process and e.kind in ANSWERED]
+    last = answers[-1] if answers else None
+    if last is None or last.kind != "refused" or not last.detail.get("contract"):
+        return failed
+    status, code = last.detail.get("status"), last.detail.get("code")
+    if not (isinstance(status, int) and 400 <= status < 500):
+        return failed
+    return RefusedByContract(failed.scenario, failed.why, setup.variant.slug, setup.profile,
+                             f"{last.label}: {status} {code}" if code else f"{status}: {last.detail.get('why', '')}")
+
+
 def _ended(message: dict[str, Any], points: Recorder, child: Child, scenario: str) -> bool:
     if points.dead is not None:
         return False

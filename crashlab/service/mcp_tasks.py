@@ -174,7 +174,7 @@ class Tasks(Extension):
                     raise Refused(400, f"{params.name} needs an idempotency key: this service runs with keys required")
                 return await self.made(params.name, canonical(params.name, arguments), checked)
             except Refused as refused:  # reported as the tracker reports its own refusals
-                await self.service.report("refused", params.name, {"status": refused.status, "key": checked})
+                await self.service.report("refused", params.name, refused.detail(checked))
                 return refusal(refused)
         except LineBroken:
             return refusal(Refused(503, "the harness's control line is gone: the service is stopping"))

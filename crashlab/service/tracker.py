@@ -68,17 +68,28 @@ PAUSE_LIMIT = 30.0
 
 class Refused(Exception):
     """A request the service will not apply: its status and one line that says what and why, with the error
-    code and the headers its contract names for the case (ACP's ``idempotency_in_flight``, ``Retry-After``)."""
+    code and the headers its contract names for the case (ACP's ``idempotency_in_flight``, ``Retry-After``).
+    `contract` marks a refusal by the profile's own rules (a key required, too long for it, reused for
+    another payload, or in flight), as against one any service would make (a malformed body, no such issue)."""
 
-    def __init__(self, status: int, message: str, code: str | None = None, headers: tuple[tuple[str, str], ...] = ()):
+    def __init__(self, status: int, message: str, code: str | None = None, headers: tuple[tuple[str, str], ...] = (),
+                 contract: bool = False):
         super().__init__(message)
         self.status = status
         self.message = message
         self.code = code
         self.headers = headers
+        self.contract = contract
 
     def body(self) -> dict[str, Any]:
         return {"error": self.message, **({"code": self.code} if self.code else {})}
+
+    def detail(self, key: object) -> dict[str, Any]:
+        """The refusal as the control line reports it: with the contract's code and why, where it is the contract's:
+        what tells a harness that a loop which then failed was refused by its contract rather than broken
+        (`crashlab.runners.served.refused_by`)."""
+        said = {"code": self.code, "contract": True, "why": self.message} if self.contract else {}
+        return {"status": self.status, "key": key, **{k: v for k, v in said.items() if v is not None}}
 
 
 @dataclass(frozen=True)
@@ -269,6 +280,10 @@ class Service:
         return key_fault(key, self.profile.max_key)
 
     def valid_key(self, key: object) -> str:
+        """`key`, if it is a key the service keeps and the profile takes; a key only the profile's limit refuses
+        (Worldline's 40 characters) is the contract's refusal."""
+        if key_fault(key) is None and (fault := self.key_fault(key)) is not None:
+            raise Refused(400, fault, contract=True)
         return valid_key(key, self.profile.max_key)
 
     def replay(self, kept: Kept) -> Answer:
@@ -287,7 +302,7 @@ class Service:
             return await work()
         except Refused as refusal:
             shown = key if self.key_fault(key) is None else None
-            await self.report("refused", label, {"status": refusal.status, "key": shown})
+            await self.report("refused", label, refusal.detail(shown))
             return Answer(refusal.status, refusal.body(), headers=refusal.headers)
 
     # The tracker's changing requests.
@@ -314,7 +329,7 @@ class Service:
         if key is None and self.profile.key_required:
             raise Refused(400, f"{label} needs an idempotency key ({self.profile.header}): under the "
                                f"{self.profile.slug} contract every changing request carries one",
-                          self.profile.code("no-key"))
+                          self.profile.code("no-key"), contract=True)
         checked = None if key is None else self.valid_key(key)
         what = repr(title) if kind == "issue" else f"on #{issue}"
         if self.late and await self.report("point", "sent", {"call": what, "key": checked}) == HOLD:
@@ -332,7 +347,7 @@ class Service:
             if honoured in self.in_flight:
                 raise Refused(self.profile.in_flight_status, f"a request under key {honoured!r} is still being "
                               "processed: retry once it is answered", self.profile.code("in-flight"),
-                              (("Retry-After", "1"),) if self.profile.retry_after else ())
+                              (("Retry-After", "1"),) if self.profile.retry_after else (), contract=True)
             self.in_flight.add(honoured)
         try:
             answer = await self._apply(kind, issue, title, body, checked, request, failing)
@@ -383,7 +398,7 @@ class Service:
             if kept.fingerprint != request and self.profile.other_payload == "refused":
                 raise Refused(self.profile.other_payload_status, f"key {key!r} was first used for another request: "
                               "a key names one request, send this one under a new key",
-                              self.profile.code("other-payload"))
+                              self.profile.code("other-payload"), contract=True)
             if kept.status == 404:
                 raise Refused(404, kept.answer["error"])
             return self.replay(kept)
