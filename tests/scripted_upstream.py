@@ -112,9 +112,11 @@ class Provider(BaseHTTPRequestHandler):
         elif self.path == "/v1/chat/completions":
             stream = bool(body.get("stream"))
             self.answer(200, "text/event-stream" if stream else "application/json", completion(body))
-        elif self.path == "/v1/responses" and not body.get("stream"):
+        elif self.path in ("/v1/responses", "/v1/messages") and body.get("stream"):
+            self.answer(400, "application/json", b'{"error": {"message": "it streams chat completions only"}}')
+        elif self.path == "/v1/responses":
             self.answer(200, "application/json", response(body))
-        elif self.path == "/v1/messages" and not body.get("stream"):
+        elif self.path == "/v1/messages":
             self.answer(200, "application/json", message(body))
         else:
             self.answer(404, "application/json", b'{"error": {"message": "no such route"}}')
