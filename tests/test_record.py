@@ -1,9 +1,12 @@
 """`crashlab record`: a program run once against a real model, written down as a job and its effects.
 
 Nothing here can reach a real provider, so the model is one of the tests' own (tests/scripted_upstream.py): an
-HTTP server that answers OpenAI's Chat Completions as a provider does, importing nothing of crashlab's, naming its
-tool calls as it likes. The program is examples/agents/openai_loop.py, on the official openai SDK, which knows
-nothing of crashlab either. The proof of a recording is its sweep: the same table as the hand-written job's.
+HTTP server that answers OpenAI's Chat Completions and Responses and Anthropic's Messages as a provider does,
+importing nothing of crashlab's, naming its tool calls as it likes. The programs are examples/agents/openai_loop.py
+(the official openai SDK, Chat Completions), tests/programs/responses_agent.py (the same SDK, Responses) and
+tests/programs/anthropic_agent.py (the official anthropic SDK, Messages), each written as its SDK's docs write a
+tool loop and knowing nothing of crashlab. The proof of a recording is its sweep: the same table as the
+hand-written job's.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -26,6 +30,9 @@ from .scripted_upstream import ANSWER, provider
 
 PROGRAMS = ROOT / "tests" / "programs"
 AGENT = (sys.executable, str(ROOT / "examples" / "agents" / "openai_loop.py"))
+#: A program on each wire the official SDKs speak, each a tool loop written as its SDK's docs write one.
+ON_THE_WIRE = {"chat": AGENT, "responses": (sys.executable, str(PROGRAMS / "responses_agent.py")),
+               "messages": (sys.executable, str(PROGRAMS / "anthropic_agent.py"))}
 
 
 def record(tmp_path, upstream: str, *command: str, more: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:
@@ -41,18 +48,34 @@ def upstream():
 
 
 @pytest.fixture(scope="module")
-def recorded(upstream, tmp_path_factory):
-    """The agent's run against the scripted provider, recorded once for the tests that read it."""
-    where = tmp_path_factory.mktemp("recorded")
-    done = record(where, upstream + "/v1", *AGENT)
-    assert done.returncode == 0, done.stderr
-    return where / "rec"
+def recorded_on(upstream, tmp_path_factory) -> Callable[[str], Path]:
+    """The run of the program on a wire against the scripted provider, recorded once for the tests that read it."""
+    done: dict[str, Path] = {}
+
+    def recorded(api: str) -> Path:
+        if api not in done:
+            where = tmp_path_factory.mktemp(f"recorded-{api}")
+            ran = record(where, upstream + "/v1", *ON_THE_WIRE[api])
+            assert ran.returncode == 0, ran.stderr
+            done[api] = where / "rec"
+        return done[api]
+
+    return recorded
+
+
+@pytest.fixture(scope="module")
+def recorded(recorded_on):
+    """The openai_loop.py agent's run, recorded."""
+    return recorded_on("chat")
 
 
 @pytest.mark.slow
-def test_a_recorded_run_is_the_jobs_replies_and_what_its_tools_left_in_the_service(recorded):
-    """The triage job, as the provider played it: its replies in order, the comment's issue the one A's result gave
-    (written $A, as a hand-written job says it), and the issues and the comment the run left, by what each is."""
+@pytest.mark.parametrize("api", list(ON_THE_WIRE))
+def test_a_recorded_run_is_the_jobs_replies_and_what_its_tools_left_in_the_service(recorded_on, api):
+    """The triage job, as the provider played it on each wire, to a program on that wire's official SDK: its replies
+    in order, the comment's issue the one A's result gave (written $A, as a hand-written job says it), and the
+    issues and the comment the run left, by what each is."""
+    recorded = recorded_on(api)
     job, triage = load_job(recorded / "job.yaml"), find_job("triage")
     assert [[(c.tool, c.args) for c in t.calls] for t in job.turns] == \
         [[(c.tool, {**c.args, **({"issue": "$A"} if c.ref else {})}) for c in t.calls] for t in triage.turns]
@@ -77,6 +100,23 @@ def test_the_sweep_of_a_recorded_job_is_the_sweep_of_the_hand_written_one(record
         rows[job] = json.loads(out)
     assert rows["recorded"] == rows["triage"]
     assert [(r["points"], r["dups"]) for r in rows["recorded"]] == [(9, 3), (9, 0)]
+
+
+@pytest.mark.slow
+def test_the_sweep_of_a_job_recorded_over_anthropics_wire_is_the_sweep_of_the_hand_written_one(recorded_on, cli):
+    """The anthropic SDK's program, swept with the job it recorded and with the triage job, the job's model served
+    to it over Anthropic's Messages: every row, every count (9 points, 3 duplicates), the same. Plain only: each
+    scenario starts the program afresh, and the keyed row would double a sweep that takes minutes."""
+    agent = " ".join(ON_THE_WIRE["messages"])
+    recorded = recorded_on("messages")
+    rows = {}
+    for job, given in {"recorded": ("--job", str(recorded / "job.yaml"), "--effects", str(recorded / "effects.yaml")),
+                       "triage": ("--job", "triage")}.items():
+        code, out, err = cli("sweep", "--command", f"plain={agent}", *given, "--depth", "1", "--format", "json")
+        assert code == 0, err
+        rows[job] = json.loads(out)
+    assert rows["recorded"] == rows["triage"]
+    assert [(r["points"], r["dups"], r["missing"]) for r in rows["recorded"]] == [(9, 3, 0)]
 
 
 @pytest.mark.slow
