@@ -33,8 +33,9 @@ import msgspec
 
 from crashlab.durable.checkpoint import Checkpoint
 from crashlab.durable.content import content
-from crashlab.durable.state import Durable, OnDisk
-from crashlab.durable.store import Files, FileStore
+from crashlab.durable.directory import Entries, Entry, put, taken
+from crashlab.durable.state import Durable, Kept, OnDisk
+from crashlab.durable.store import FileStore
 from crashlab.errors import HarnessError
 from crashlab.lifeline import dies_with
 from crashlab.protocols.death import Choice, Left, chosen
@@ -263,9 +264,7 @@ class Forked:
         outside = Outside.of(setup, self.services, choices)  # a served loop's service, emptied
         if start is not None:
             assert isinstance(start.state, OnDisk), "a restart of a real process starts from files"
-            for name, data in start.state.raw():
-                (directory / name).parent.mkdir(parents=True, exist_ok=True)
-                (directory / name).write_bytes(data)
+            put(directory, start.state.raw())
             if outside is not None:
                 assert start.state.service is not None, "a served loop's snapshot holds its service's rows"
                 outside.load(start.state.service)
@@ -321,15 +320,16 @@ def shares(setup: Setup) -> bool:
 
 
 def on_disk(directory: Path, setup: Setup, outside: Outside | None = None, raw: bool = True) -> OnDisk:
-    """What a death now would leave: every file of the run directory, in subdirectories too, byte for byte, and
-    their content as a value (`raw`, for a restart from a copy); or, not `raw`, what a re-executed scenario's last
-    death left, its files' bytes as the value (`files_of`); and a served loop's service, row by row."""
-    files = every_file(directory)
-    kept, files = files_of(directory, setup, files, by_content=raw), files if raw else ()
+    """What a death now would leave: every entry of the run directory as the file system holds it
+    (`crashlab.durable.directory`), and their content as a value (`raw`, for a restart from a copy); or, not
+    `raw`, what a re-executed scenario's last death left, its entries as the value (`files_of`); and a served
+    loop's service, row by row."""
+    entries = taken(directory)
+    kept, entries = files_of(directory, setup, entries, by_content=raw), entries if raw else ()
     if outside is None:
-        return OnDisk.taken(kept, read_world(directory, setup), files)
+        return OnDisk.taken(kept, read_world(directory, setup), entries)
     dumped = outside.dump()
-    return OnDisk.taken(kept, served_world(setup, dumped.state()), files, dumped)
+    return OnDisk.taken(kept, served_world(setup, dumped.state()), entries, dumped)
 
 
 def note_found(points: Recorder, directory: Path, setup: Setup) -> None:
@@ -509,31 +509,27 @@ def read_world(directory: Path, setup: Setup) -> WorldState:
         return world_in(db, setup.job, Recorder(), setup.variant.tracker, desk=setup.variant.desk).state()
 
 
-def files_of(directory: Path, setup: Setup, files: Files | None = None, by_content: bool = True) -> Files:
-    """What the loop keeps in `directory` (whose `files` these are, if read already), as a value: crashlab's
-    checkpoint, or every file a loop of yours (or a runtime) made, in subdirectories too (by its path in
+def files_of(directory: Path, setup: Setup, entries: Entries | None = None, by_content: bool = True) -> Kept:
+    """What the loop keeps in `directory` (whose `entries` these are, if taken already), as a value: crashlab's
+    checkpoint, or every entry a loop of yours (or a runtime) made, in subdirectories too (by its path in
     `directory`), as the Microsoft Agent Framework keeps its checkpoints and Prefect its results.
 
     `by_content`, a database is what a restart reads in it, not its pages (`crashlab.durable.content`): so a
     shared sweep, whose states are copies taken with the process stopped, restarts once for each. Not
-    `by_content`, each file is its bytes: a re-executed sweep's states are what killed processes left, and a
-    runtime's left content varies from run to run where it races (in what the stamps it names do not cover),
-    so a count of them could differ between two sweeps of one job; by bytes, each such state is its own."""
+    `by_content`, each entry is itself, bytes and time: a re-executed sweep's states are what killed processes
+    left, and a runtime's left content varies from run to run where it races (in what the stamps it names do
+    not cover), so a count of them could differ between two sweeps of one job; by bytes, each such state is its
+    own."""
     if setup.variant.keeps_checkpoint:
         return FileStore(directory, Recorder(), sync="none").files()
-    theirs = loops_own(every_file(directory) if files is None else files)
+    theirs = loops_own(taken(directory) if entries is None else entries)
     return content(theirs, setup.variant.volatile, setup.variant.minted) if by_content else theirs
 
 
-def loops_own(files: Iterable[tuple[str, bytes]]) -> Files:
-    """Those of a run directory's `files` that the loop made: not the harness's, not the world's database."""
-    return tuple((name, data) for name, data in files if name not in HARNESS_FILES and name not in WORLD_FILES)
-
-
-def every_file(directory: Path) -> Files:
-    """Every file in `directory` and its subdirectories, by its path there, with its bytes."""
-    return tuple((p.relative_to(directory).as_posix(), p.read_bytes()) for p in sorted(directory.rglob("*"))
-                 if p.is_file())
+def loops_own(entries: Iterable[Entry]) -> Entries:
+    """Those of a run directory's `entries` that are the loop's: not the harness's files, not the world's database
+    (the directory itself, ".", is the loop's as it left it: its mode)."""
+    return tuple(e for e in entries if e[0] not in HARNESS_FILES and e[0] not in WORLD_FILES)
 
 
 #: A scenario's run directory, and the power-cut layer it sits on, if its machine's power is cut at each death.
