@@ -75,3 +75,26 @@ def put(directory: Path, entries: Entries) -> None:
         if not stat.S_ISLNK(mode):
             os.chmod(path, stat.S_IMODE(mode))
         os.utime(path, ns=(mtime, mtime), follow_symlinks=False)
+
+
+def difference(one: Entries, other: Entries, most: int = 3) -> str:
+    """How two directories' entries differ, as people read it (at most `most` paths): "" if in nothing."""
+    ours, theirs = {e[0]: e[1:] for e in one}, {e[0]: e[1:] for e in other}
+    said = []
+    for name in sorted(ours.keys() | theirs.keys()):
+        if name not in theirs or name not in ours:
+            said.append(f"{name} (in the {'first' if name in ours else 'second'} only)")
+        elif ours[name] != theirs[name]:
+            said.append(f"{name} ({_how(ours[name], theirs[name])})")
+    return ", ".join(said[:most]) + (f" and {len(said) - most} more" if len(said) > most else "")
+
+
+def _how(ours: tuple[int, bytes, int], theirs: tuple[int, bytes, int]) -> str:
+    (mode, data, time), (their_mode, their_data, their_time) = ours, theirs
+    if mode != their_mode:
+        return f"mode {mode:o} against {their_mode:o}"
+    if data != their_data:
+        what = "target" if stat.S_ISLNK(mode) else "bytes"
+        return f"its {what}: {data[:40]!r} against {their_data[:40]!r}" if len(data) + len(their_data) <= 80 else \
+            f"its {what}: {len(data):,} bytes against {len(their_data):,}, not the same"
+    return f"modified {time:,} ns after the epoch against {their_time:,}"

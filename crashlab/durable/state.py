@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from crashlab.durable.directory import Entries
+from crashlab.durable.directory import Entries, difference
 from crashlab.durable.store import Store
 from crashlab.world import World, WorldState
 
@@ -46,6 +46,11 @@ class Durable:
     def fingerprint(self) -> bytes:
         """A digest that equal states share in any process, so that workers agree on what is distinct."""
         return hashlib.blake2b(_encoder.encode((self.files, self.world)), digest_size=16).digest()
+
+    def unlike(self, other: Durable) -> str:
+        """How this state differs from `other`, of the same fingerprint, in what a restart starts from: "" where in
+        nothing. A value is all it holds: equal fingerprints, one state."""
+        return ""
 
 
 @dataclass(frozen=True)
@@ -73,6 +78,11 @@ class OnDisk(Durable):
     def raw(self) -> Entries:
         """Each entry, as it was taken."""
         return tuple((name, mode, zlib.decompress(data), time) for name, mode, data, time in self.packed)
+
+    def unlike(self, other: Durable) -> str:
+        """Which entries of the two directories differ (in what the content leaves out: bytes a restart reads
+        alike, a modification time): the copies two restarts start from."""
+        return difference(self.raw(), other.raw()) if isinstance(other, OnDisk) else ""
 
     def fingerprint(self) -> bytes:
         if self.service is None:
