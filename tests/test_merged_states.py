@@ -50,3 +50,19 @@ def test_a_loop_whose_states_counted_as_one_restart_differently_is_refused_with_
     code, out, _ = cli("sweep", *loop, "--format", "json")
     assert code == 0 and json.loads(out)[0]["missing"] == 2  # re-executed, it sweeps as it is
 
+
+
+@pytest.mark.slow
+def test_a_loop_that_writes_outside_its_run_directory_on_its_word_is_refused_naming_the_path(cli, tmp_path,
+                                                                                            monkeypatch):
+    """A response cache in a temporary folder: before, the copy check passed it and the shared sweep counted from
+    copies that the cache outlived. Each process of a loop on its word may write only in its run directory."""
+    monkeypatch.setenv("CACHE_DIR", str(tmp_path))
+    loop = ["--loop", "tests/cache_loop.py:triage", "--effects", "tests/marker_loop.yaml", "--depth", "1"]
+    code, out, err = cli("sweep", *loop, "--state-in-run-dir")
+    assert (code, out) == (2, "") and err.count("\n") == 1, err
+    assert (f"--state-in-run-dir: triage: process 1 wrote outside its run directory: PermissionError: [Errno 13] "
+            f"Permission denied: '{tmp_path}/responses-") in err
+    assert "sweep it without --state-in-run-dir" in err and not list(tmp_path.iterdir())  # refused: nothing written
+    code, out, _ = cli("sweep", *loop, "--format", "json")
+    assert code == 0 and json.loads(out)[0]["scenarios"] > 0  # on no word, it is re-executed as it is

@@ -45,7 +45,8 @@ from crashlab.protocols.run import Run
 from crashlab.protocols.runner import TIME_LIMIT
 from crashlab.protocols.scenario import ScenarioRun, Setup, check_death, check_finished
 from crashlab.protocols.variant import RunnerKind
-from crashlab.runners.group import Boundary, Child, Hung, Outlived
+from crashlab.runners.confined import check_inside, confine
+from crashlab.runners.group import Boundary, Child, Hung, Outlived, entered
 from crashlab.runners.group import die as group_die
 from crashlab.runners.group import stop as group_stop
 from crashlab.runners.output import Output, flush
@@ -377,6 +378,7 @@ def live(setup: Setup, points: Recorder, directory: Path, env: Mapping[str, str]
         return False
     if ended == "returned" and returned(status):
         return True
+    check_inside(where, ended)
     raise HarnessError(f"{where} failed: {ended}")
 
 
@@ -392,6 +394,8 @@ def _child(setup: Setup, parent: Recorder, directory: Path, env: Mapping[str, st
         if env is not None:  # a service of yours: where it is, and where the loop keeps its files
             os.environ.update({**env, RUN_DIR: str(directory)})
         os.chdir(directory)  # a file the loop names by a relative path is its run's, not one of the user's
+        if setup.variant.on_its_word:  # its word that it keeps all in its run directory: it may write nowhere else
+            confine(directory, entered())
         life_in(directory, setup, points)
         trace.end(points.events, "returned")
     except BaseException as error:
