@@ -11,10 +11,13 @@ out on purpose, is what the merge check is for: the sweep restarts from both sta
 """
 
 import json
+from types import SimpleNamespace
 
 import pytest
 
 from crashlab.api import sweep
+from crashlab.engine.merges import merged
+from crashlab.protocols.death import Left
 from tests import marker_loop
 
 from .helpers import same_but_states
@@ -66,3 +69,27 @@ def test_a_loop_that_writes_outside_its_run_directory_on_its_word_is_refused_nam
     assert "sweep it without --state-in-run-dir" in err and not list(tmp_path.iterdir())  # refused: nothing written
     code, out, _ = cli("sweep", *loop, "--format", "json")
     assert code == 0 and json.loads(out)[0]["scenarios"] > 0  # on no word, it is re-executed as it is
+
+
+class State:
+    """A state as the check sees it: its fingerprint, and its copy."""
+
+    def __init__(self, fingerprint, copy):
+        self.print, self.copy = fingerprint, copy
+
+    def fingerprint(self):
+        return self.print
+
+    def unlike(self, other):
+        return "" if self.copy == other.copy else f"{self.copy} against {other.copy}"
+
+
+def test_the_check_restarts_from_the_first_and_last_member_of_the_first_two_classes_whose_copies_differ():
+    """The sampling rule (`crashlab.engine.merges`): classes of one member, and classes whose members' copies are
+    equal in all, need no check; of the rest, the first two by their first point, each by its ends."""
+    states = {1: ("a", "x"), 2: ("b", "y"), 3: ("a", "x"), 4: ("c", "z"), 5: ("b", "y2"), 6: ("c", "z"),
+              7: ("b", "y3"), 8: ("d", "w"), 9: ("d", "w2"), 10: ("d", "w3")}
+    branches = [SimpleNamespace(crash=j, group=[Left(State(*states[j]))]) for j in states]
+    pairs = merged(SimpleNamespace(branches=branches))
+    assert [(i, j) for (i, _), (j, _) in pairs] == [(2, 7), (8, 10)]
+    assert pairs[0][0][1].durable.unlike(pairs[0][1][1].durable) == "y against y3"

@@ -7,7 +7,7 @@ modification time, what a runtime declares volatile. A loop that reads one of th
 futures where the sweep counts one, and the sweep counts the first for both. So before a tree grows,
 the sweep restarts from states it counts as one, where it costs least: among the states the deaths of
 the uninterrupted run leave, the first `CLASSES` classes of equal states (in the order of their first
-point) whose copies differ at all, each by its first and its last member. The two restarts must do the
+point) whose first and last members' copies differ at all, each by those two members. The two restarts must do the
 same: pass the same points, send the same requests, leave the same world. A loop whose two do otherwise
 is refused, with what each did and how the two states differ.
 
@@ -36,7 +36,7 @@ CLASSES = 2
 
 def merged(stem: Trunk) -> list[tuple[tuple[int, Left], tuple[int, Left]]]:
     """The pairs the check restarts from: of each of the first `CLASSES` classes of the first deaths' states that
-    are equal but whose copies are not, its first and its last member, each with the point it died at."""
+    are equal, but whose first and last members' copies are not, those two, each with the point it died at."""
     classes: dict[bytes, list[tuple[int, Left]]] = {}
     for branch in stem.branches:
         for left in branch.group:

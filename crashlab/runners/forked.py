@@ -520,14 +520,16 @@ def files_of(directory: Path, setup: Setup, entries: Entries | None = None, by_c
 
     `by_content`, a database is what a restart reads in it, not its pages (`crashlab.durable.content`): so a
     shared sweep, whose states are copies taken with the process stopped, restarts once for each. Not
-    `by_content`, each entry is itself, bytes and time: a re-executed sweep's states are what killed processes
+    `by_content`, each entry is its mode and bytes: a re-executed sweep's states are what killed processes
     left, and a runtime's left content varies from run to run where it races (in what the stamps it names do
     not cover), so a count of them could differ between two sweeps of one job; by bytes, each such state is its
-    own."""
+    own. Not by its times, which differ in every run: two sweeps of one job count the same states."""
     if setup.variant.keeps_checkpoint:
         return FileStore(directory, Recorder(), sync="none").files()
     theirs = loops_own(taken(directory) if entries is None else entries)
-    return content(theirs, setup.variant.volatile, setup.variant.minted) if by_content else theirs
+    if by_content:
+        return content(theirs, setup.variant.volatile, setup.variant.minted)
+    return tuple((name, mode, data) for name, mode, data, _ in theirs)
 
 
 def loops_own(entries: Iterable[Entry]) -> Entries:
