@@ -7,9 +7,9 @@ modification time, what a runtime declares volatile. A loop that reads one of th
 futures where the sweep counts one, and the sweep counts the first for both. So before a tree grows,
 the sweep restarts from states it counts as one, where it costs least: among the states the deaths of
 the uninterrupted run leave, the first `CLASSES` classes of equal states (in the order of their first
-point) whose first and last members' copies differ at all, each by those two members. The two restarts must do the
-same: pass the same points, send the same requests, leave the same world. A loop whose two do otherwise
-is refused, with what each did and how the two states differ.
+point) whose first and last members' copies differ at all, each by those two members. The two restarts
+must do the same: pass the same points, send the same requests, leave the same world. A loop whose two
+do otherwise is refused, with what each did and how the two states differ.
 
 What it cannot see: a class beyond the first `CLASSES`, and classes of the states that restarts' deaths
 leave (at depth 2 and deeper), whose members are only known as the tree grows; a loop that reads what
