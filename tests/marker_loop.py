@@ -10,9 +10,10 @@ the restart after the second death is counted as the first's, which sends what t
 
 The marker is kept in one of the places a restart reads and a fingerprint may miss: an empty
 directory ``A.started/`` (`in_directory`), a line of ``notes-journal`` beside a text file ``notes``
-(`in_journal`), the ``user_version`` of a SQLite database (`in_user_version`), or the modification
-time of ``notes`` (`in_mtime`, which crashlab's content leaves out: only the merge check sees it). It
-imports nothing of crashlab's: it finds the service and its folder in the environment.
+(`in_journal`), a file named ``lock`` (`in_lock`), the ``user_version`` of a SQLite database
+(`in_user_version`), or the modification time of ``notes`` (`in_mtime`, which crashlab's content
+leaves out: only the merge check sees it). It imports nothing of crashlab's: it finds the service and
+its folder in the environment.
 """
 
 from __future__ import annotations
@@ -62,6 +63,18 @@ def in_journal() -> None:
     def start(run: Path, k: int) -> None:
         with open(run / "notes-journal", "a") as journal:
             journal.write(f"started {STEPS[k - 1][0]}\n")
+
+    triage(started, start)
+
+
+def in_lock() -> None:
+    """The marker in a file named ``lock``, the name of a file of `crashlab run`'s own."""
+    def started(run: Path) -> int:
+        return len((run / "lock").read_text().splitlines()) if (run / "lock").exists() else 0
+
+    def start(run: Path, k: int) -> None:
+        with open(run / "lock", "a") as lock:
+            lock.write(f"started {STEPS[k - 1][0]}\n")
 
     triage(started, start)
 

@@ -26,10 +26,11 @@ EFFECTS = {"A": {"issue": "Login fails on Safari"}, "B": {"issue": "Export times
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("entry", ["in_directory", "in_journal", "in_user_version"])
+@pytest.mark.parametrize("entry", ["in_directory", "in_journal", "in_lock", "in_user_version"])
 def test_a_marker_wherever_a_restart_reads_it_is_state_and_sharing_counts_what_re_executing_does(entry):
-    """Before, `in_journal` and `in_user_version` counted B lost at scenario 2:1 where re-executing lost it at 2
-    (one state, the marker left out), and `in_directory` was refused: its copies dropped the empty directory."""
+    """Before, `in_journal`, `in_lock` and `in_user_version` counted B lost at scenario 2:1 where re-executing lost
+    it at 2 (one state, the marker left out), and `in_directory` was refused: its copies dropped the empty
+    directory."""
     loop = getattr(marker_loop, entry)
     shared = sweep(loop, EFFECTS, name=entry, depth=2, state_in_run_dir=True)
     replayed = sweep(loop, EFFECTS, name=entry, depth=2)

@@ -533,9 +533,10 @@ def files_of(directory: Path, setup: Setup, entries: Entries | None = None, by_c
 
 
 def loops_own(entries: Iterable[Entry]) -> Entries:
-    """Those of a run directory's `entries` that are the loop's: not the harness's files, not the world's database
-    (the directory itself, ".", is the loop's as it left it: its mode)."""
-    return tuple(e for e in entries if e[0] not in HARNESS_FILES and e[0] not in WORLD_FILES)
+    """Those of a run directory's `entries` that are the loop's: all but the world's database, which the state holds
+    as the world (the directory itself, ".", is the loop's as it left it: its mode). A loop's file of any other
+    name is its own, one named as a file of crashlab's own store or of `crashlab run` too: no sweep makes one."""
+    return tuple(e for e in entries if e[0] not in WORLD_FILES)
 
 
 #: A scenario's run directory, and the power-cut layer it sits on, if its machine's power is cut at each death.
