@@ -58,7 +58,7 @@ def sweep_all(setups: Sequence[Setup], spec: Runners, depth: int = 2, share: boo
         for stem, o in zip(stems, chosen, strict=True):
             if o["share"] and stem.setup.variant.on_its_word:
                 check_copies(stem, runner)  # a loop that says it keeps all in its run directory, checked first
-            if o["share"]:  # and the states the sweep counts as one, where two differ in what the content leaves out
+            if o["share"] and not stem.setup.variant.keeps_checkpoint:  # crashlab's checkpoint is all its loops keep
                 check_merges(stem, runner, INSTEAD if stem.setup.variant.on_its_word else UNSHARED)
         plans = [plan(setup, stem, runner, o, bound, advance)
                  for setup, stem, o in zip(setups, stems, chosen, strict=True)]
