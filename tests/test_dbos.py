@@ -35,7 +35,8 @@ def test_a_power_cut_after_dbos_recorded_a_step_takes_the_record_back_and_the_pl
     dying = {s.points[0] for s in plain.scenarios if s.outcome.dups}
     assert {p for p in plain.points if p.startswith("accepted#")} < dying
     assert {"step-recorded#1", "step#2"} <= dying
-    assert (plain.with_dups, plain.dups, plain.missing, plain.flaky) == (8, 9, 0, 0)
+    # Two states at each of its 11 points: the crash's (3 duplicates, as the kill) and the cut's (8 more scenarios, 9).
+    assert (len(plain.scenarios), plain.with_dups, plain.dups, plain.missing, plain.flaky) == (22, 11, 12, 0, 0)
     assert (keyed.dups, keyed.missing, keyed.failures()) == (0, 0, [])
 
 

@@ -97,8 +97,8 @@ def test_faults_that_make_no_scenario_are_said_not_shown_as_a_table_of_zeros(cli
 @pytest.mark.parametrize(("args", "said"), [
     (("--interleavings", "2"), "--interleavings bounds the schedules of --fault interleave: it needs --fault interleave"),
     (("--interleavings", "2", "--fault", "all"), "--fault all sweeps every fault at each of its settings"),
-    (("--interleavings", "0", "--fault", "interleave"), "Invalid value for '--interleavings': 0 is not in the range"),
-    (("--interleavings", "many", "--fault", "interleave"), "'many' is not a valid integer"),
+    (("--interleavings", "0", "--fault", "interleave"), "Invalid value for '--interleavings': '0' is not all or a number"),
+    (("--interleavings", "many", "--fault", "interleave"), "'many' is not all or a number of schedules from 1 to 10,000"),
 ])
 def test_interleavings_is_refused_without_the_fault_it_bounds_or_out_of_range(cli, args, said):
     code, out, err = cli("sweep", *args)

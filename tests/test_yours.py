@@ -355,7 +355,7 @@ def test_a_fault_with_no_form_for_a_served_loop_is_refused_in_one_line(cli):
                          "reused-run-id")
     assert (code, out) == (2, "")
     assert err.strip().endswith("--fault reused-run-id has no form yet for a loop whose tools call crashlab's service "
-                                "(those that have: crash, expired-key, interleave, late-delivery, power-cut, timeout, tracker-crash, "
+                                "(those that have: crash, drifting-model, expired-key, interleave, late-delivery, power-cut, timeout, tracker-crash, "
                                 "wrong-answer)")
 
 

@@ -9,8 +9,10 @@ import stat
 import click
 
 from crashlab.cli.options import (
+    PROGRAMS_ONLY,
     check_handles,
     command_setups,
+    fs_points_option,
     job_option,
     open_job,
     repeat_option,
@@ -37,12 +39,13 @@ from crashlab.runners.forked import loops_own, shares
 @click.option("--effects", "effects_file", metavar="FILE", help="Your loop's effects, as `sweep --effects` took them.")
 @click.option("--tracker", metavar="MODE", help="Your loop's service's mode, as `sweep --tracker` took it.")
 @scheduled_option
+@fs_points_option
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @repeat_option
 @click.option("--verbose", is_flag=True,
               help="Tell the scheduler's decisions too, a line each, for a loop whose threads crashlab schedules.")
 def explain(scenario: str, job_spec: str, loop: str | None, commands: tuple[str, ...], effects_file: str | None,
-            tracker: str | None, scheduled: bool, fmt: str, repeat: int, verbose: bool) -> None:
+            tracker: str | None, scheduled: bool, fs_points: bool, fmt: str, repeat: int, verbose: bool) -> None:
     """Tell the story of one SCENARIO, process by process, and its verdict.
 
     SCENARIO is SLUG:I (crash the first process at its I-th point) or SLUG:I:J (also crash the
@@ -60,9 +63,12 @@ def explain(scenario: str, job_spec: str, loop: str | None, commands: tuple[str,
     """
     if loop is not None and commands:
         raise BadInput(f"--command and --loop {loop} both name the loop to explain: give one")
+    if fs_points and not commands:
+        raise BadInput(PROGRAMS_ONLY)
     if loop is not None or commands:
         named = click.get_current_context().get_parameter_source("job_spec") is not click.core.ParameterSource.DEFAULT
-        setups = command_setups(commands, effects_file, tracker, None, job=open_job(job_spec) if named else None) \
+        setups = command_setups(commands, effects_file, tracker, None, job=open_job(job_spec) if named else None,
+                                fs_points=fs_points) \
             if commands else your_setups(loop or "", effects_file, tracker, None, scheduled)
         runs, calls = stories.find_repeats(scenario, setups[0].job, {s.variant.slug: s.variant for s in setups},
                                            repeat)

@@ -92,11 +92,22 @@ def plan(setup: Setup, stem: Trunk, runner: Runner, options: dict, bound: Bound,
     the sweep without them grows here from `stem`, and each configuration they find is a tree of its own."""
     if not setup.faults.varying:
         return stem.run, [stem]
-    without = VariantSweep(stem.setup, stem.run, (stem.join(grow_here(stem, runner, advance)),))
+    without = Unvaried(stem.setup, stem.run, (stem.join(grow_here(stem, runner, advance)),), runner)
     began = time.perf_counter()
     trunks = [trunk(replace(setup, faults=config), runner, **options) for config in setup.faults.variations(without)]
     bound.check(setup, trunks, (time.perf_counter() - began) / max(1, len(trunks) * options["baselines"]))
     return without.first, trunks
+
+
+@dataclass(frozen=True)
+class Unvaried(VariantSweep):
+    """The sweep without the faults that vary, as they see it to find what they vary over: it can run the loop
+    once more, uninterrupted, under other faults (`crashlab.protocols.fault.Rerunning`)."""
+
+    runner: Runner
+
+    def rerun(self, faults: Faults) -> ScenarioRun:
+        return self.runner.scenario(replace(self.setup, faults=faults), (), ())
 
 
 @dataclass

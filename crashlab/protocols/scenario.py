@@ -97,6 +97,11 @@ class Setup:
     def id(self, crashes: tuple[int, ...] = (), choices: tuple[Choice, ...] = ()) -> str:
         return scenario_id(self.variant.slug, self.faults.tag, crashes, choices)
 
+    @property
+    def plays_model(self) -> bool:
+        """Whether crashlab's service plays the job's model here: to a program (``--command``) on a job with calls."""
+        return isinstance(self.variant.entry, Program) and bool(self.job.calls)
+
 
 def scenario_id(slug: str, tags: str, crashes: tuple[int, ...], choices: tuple[Choice, ...] = ()) -> str:
     """``SLUG+FAULT=VALUE:I~S:J``: each crash, with the state its death left where a fault chooses one."""

@@ -40,7 +40,7 @@ def find_repeats(scenario_id: str, job: Job, variants: Mapping[str, Variant],
     """`find_scenario`, run `repeat` times: a flaky scenario shows what each of its ways comes to."""
     parsed = parse_scenario_id(scenario_id, variants)
     variant = parsed.variant
-    if reason := variant.refuses(job):
+    if reason := variant.cannot_run(job):
         raise ScenarioError(reason)
     setup = Setup(variant, job, parsed.faults)
     spec = RunnerSpec("in-process" if "in-process" in variant.runners else "forked")
@@ -332,10 +332,13 @@ def service_points_only(run: ScenarioRun) -> str | None:
     if not passed or not all(p.detail.get("service") for p in passed):
         return None
     labels = ", ".join(dict.fromkeys(p.label for p in passed))
+    if isinstance(run.setup.variant.entry, Program) and run.setup.variant.fs_points:
+        return (f"crashlab sees this program only at its service's points ({labels}): it wrote, synced, "
+                "renamed and unlinked no file in its run directory, so no death falls between its own steps")
     if isinstance(run.setup.variant.entry, Program):  # a program imports nothing of crashlab's to mark points with
-        return (f"crashlab sees this program only at its service's points ({labels}): a death between its own "
-                "steps (after it saves its progress, say) is not swept yet; the file-system points that would show "
-                "one (each fsync and rename in its run directory) are crashlab's next step")
+        return (f"crashlab sees this program only at its service's points ({labels}): sweep it with --fs-points, "
+                "and each fsync, fdatasync, rename, unlink and close after a write in its run directory is a crash "
+                "point too, so a death between its own steps (after it saves its progress, say) is swept")
     return (f"crashlab sees this loop only at its service's points ({labels}): mark where it can die with "
             "crashlab.point(label) (after each save of its progress, say), and a sweep kills it there too")
 

@@ -100,12 +100,18 @@ def check_runs(setup: Setup, spec: RunnerSpec) -> None:
                            "yours it does not run: sweep it under the crash alone")
         return
     if variant.calls_service:  # its world is crashlab's service, and a fault breaks the service, not a world in memory
-        faults.serving()
+        if faults.serving().model_ids != "stable" and not setup.plays_model:
+            raise BadInput(f"--fault drifting-model drifts the model crashlab's service plays to a program (--command "
+                           f"with --job): {variant.slug} asks it nothing")
         if cutting := next((f for f in faults.members if f.cuts), None):
             from crashlab.durable.fuse import unusable
 
             if unable := unusable():
                 raise BadInput(f"--fault {cutting.slug} cuts a loop's run directory on a FUSE layer, and here {unable}")
+            if variant.fs_points:  # the layer counts a cut's states when asked, and at its own point it waits on us
+                raise BadInput(f"--fault {cutting.slug} with --fs-points is not built yet: at a file operation the "
+                               "layer holds it, and cannot count the states a cut there leaves; sweep the cut at the "
+                               "service's points (without --fs-points), or the file operations under the crash alone")
         return
     missing = faults.needs - spec.offers
     if missing:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import socket
 import tempfile
 import threading
 import time
@@ -216,7 +217,9 @@ class Forked:
                  watch: bool = False) -> ScenarioRun:
         warm(setup)
         points = Recorder(crashes, setup.id(crashes, choices))
-        directory, layer = self.fresh(setup.faults.cuts)  # a page cache a fault can cut, where one asks for it
+        # A page cache a fault can cut, where one asks for it; the layer that tells a program's file operations, where
+        # its variant asks for them: one layer, either way.
+        directory, layer = self.fresh(setup.faults.cuts, setup.variant.fs_points, ())
         outside = Outside.of(setup, self.services, choices)  # None: the loop acts through run.world
 
         def world_now() -> WorldState:
@@ -228,7 +231,8 @@ class Forked:
             note_found(points, directory, setup)
             try:
                 returned = live(setup, points, directory, limit=self.limit) if outside is None else \
-                    outside.live(points, directory, partial(live, limit=self.limit), self.limit)
+                    outside.live(points, directory, partial(live, limit=self.limit), self.limit, fs=told(layer),
+                                 cache=layer if setup.faults.cuts else None)
             except LoopFailed as failed:
                 if not (crashes or setup.faults) or points.process <= len(crashes):
                     raise  # it fails by itself, or before the point it reached before: not deterministic
@@ -238,11 +242,12 @@ class Forked:
             check_death(points, returned)
             if points.dead is None:
                 break
-            # The process is dead, with every process it started: only now may a fault act on its machine.
-            setup.faults.died(Machine(layer, points.note))
+            choice = choices[points.process - 1] if points.process <= len(choices) else ()
             if outside is not None:  # the state its choice names, among those the service's faults leave here
-                chosen(outside.left(points.points(points.process)[-1]), choices[points.process - 1]
-                       if points.process <= len(choices) else (), points)
+                chosen(outside.left(points.points(points.process)[-1]), choice, points)
+            # The process is dead, with every process it started: only now may a fault act on its machine.
+            setup.faults.died(Machine(layer if setup.faults.cuts else None, points.note,
+                                      outside.cut(choice) if outside is not None else None))
             if points.process == len(crashes):  # the last death: where the last process starts, as sharing sees it
                 start = Left(on_disk(directory, setup, outside, raw=False) if outside and shares(setup) else
                              Durable(files_of(directory, setup, by_content=False), world_now()))
@@ -261,22 +266,24 @@ class Forked:
         assert shares(setup), f"{setup.variant.slug} keeps state the forked runner does not copy"
         warm(setup)
         points = Recorder((), setup.id(crashes, choices), process=len(crashes))
-        directory, _ = self.fresh(False)
+        state = start.state if start is not None else None
+        assert state is None or isinstance(state, OnDisk), "a restart of a real process starts from files"
+        directory, layer = self.fresh(False, setup.variant.fs_points, state.raw() if state is not None else ())
         outside = Outside.of(setup, self.services, choices)  # a served loop's service, emptied
-        if start is not None:
-            assert isinstance(start.state, OnDisk), "a restart of a real process starts from files"
-            put(directory, start.state.raw())
-            if outside is not None:
-                assert start.state.service is not None, "a served loop's snapshot holds its service's rows"
-                outside.load(start.state.service)
+        if state is not None and outside is not None:
+            assert state.service is not None, "a served loop's snapshot holds its service's rows"
+            outside.load(state.service)
         deaths: list[list[Iterable[Left]]] = []
-        stopped = (lambda: deaths.append([(Left(on_disk(directory, setup, outside)),)])) if watch else None
+        # Copied from under the layer, if there is one: at its own point it holds the operation the process stands in,
+        # and serves nothing else until the harness answers.
+        files = directory if layer is None else layer.backing
+        stopped = (lambda: deaths.append([(Left(on_disk(files, setup, outside)),)])) if watch else None
         points.start_process()
         note_found(points, directory, setup)
         stuck = None
         try:
             returned = live(setup, points, directory, limit=self.limit, stopped=stopped) if outside is None else \
-                outside.live(points, directory, partial(live, limit=self.limit), self.limit, stopped)
+                outside.live(points, directory, partial(live, limit=self.limit), self.limit, stopped, told(layer))
             check_death(points, returned)
         except LoopFailed as failed:
             if start is None:
@@ -298,6 +305,11 @@ def ended(setup: Setup, points: Recorder, directory: Path, left: WorldState,
     store = FileStore(directory, points, sync="none")
     final = check_finished(points, store) if stuck is None and setup.variant.keeps_checkpoint else None
     return world, store, final
+
+
+def told(layer: Layer | None) -> socket.socket | None:
+    """The line down which `layer` tells a program's file operations, if it tells them: its current mount's."""
+    return layer.line if layer is not None else None
 
 
 def warm(setup: Setup) -> None:
@@ -539,8 +551,9 @@ def loops_own(entries: Iterable[Entry]) -> Entries:
     return tuple(e for e in entries if e[0] not in WORLD_FILES)
 
 
-#: A scenario's run directory, and the power-cut layer it sits on, if its machine's power is cut at each death.
-Fresh = Callable[[bool], "tuple[Path, Layer | None]"]
+#: A scenario's run directory, and the file-system layer it sits on, if its machine's power is cut at each death
+#: (`cuts`) or its program's file operations are crash points (`tells`), holding `files` (a restart's copy) first.
+Fresh = Callable[[bool, bool, Entries], "tuple[Path, Layer | None]"]
 
 
 @contextmanager
@@ -550,23 +563,27 @@ def directories() -> Iterator[Fresh]:
     Each new directory removes the one before, so the root holds one scenario at a time. One whose
     machine `cuts` power at each death sits on the power-cut layer (`crashlab.durable.fuse`): the loop
     sees the layer's mount, and each death's cut leaves in the directory only what its syncs made
-    durable. The layer is unmounted with its scenario, or when the runner closes, however it ends.
+    durable. One whose program's file operations are points (`tells`) sits on the same layer, which
+    tells each. The layer is unmounted with its scenario, or when the runner closes, however it ends.
+    The `files` a restart starts from are written before it is mounted: the harness's writes are no
+    program's points.
     """
     root = scratch("loop")
     made: list[Path] = []
     with ExitStack() as mounted:
 
-        def fresh(cuts: bool = False) -> tuple[Path, Layer | None]:
+        def fresh(cuts: bool = False, tells: bool = False, files: Entries = ()) -> tuple[Path, Layer | None]:
             mounted.close()
             for old in made:
                 shutil.rmtree(old, ignore_errors=True)
             made[:] = [Path(tempfile.mkdtemp(dir=root))]
             (made[0] / TRACKER_FILE).write_bytes(empty_world())
-            if not cuts:
+            put(made[0], files)
+            if not (cuts or tells):
                 return made[0], None
             from crashlab.durable.fuse import Layer
 
-            layer = mounted.enter_context(Layer.over(made[0]))
+            layer = mounted.enter_context(Layer.over(made[0], tells))
             return layer.mountpoint, layer
 
         try:
