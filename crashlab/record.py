@@ -24,9 +24,11 @@ import signal
 import socket
 import string
 import subprocess
+import sys
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
+from contextlib import suppress
 from dataclasses import dataclass
 from itertools import count, product
 from pathlib import Path
@@ -39,6 +41,7 @@ from crashlab.job import parse_job, shown
 from crashlab.job.reader import TEXT_LIMITS
 from crashlab.loops import yours
 from crashlab.protocols.runner import TIME_LIMIT
+from crashlab.runners.group import GONE_WITHIN, Boundary, command_line
 from crashlab.scratch import remove, scratch
 from crashlab.service.process import ServiceProcess
 from crashlab.service.recording import Exchange, Recording
@@ -116,25 +119,52 @@ def reach(upstream: str) -> None:
 
 def run(argv: tuple[str, ...], root: Path, env: dict[str, str], limit: float) -> tuple[int, str]:
     """The program run in `root`/run, standard input closed and its output kept in `root`: its exit status, and the
-    last line it wrote to stderr (as ``: LINE``), if any. Past `limit` seconds it is killed with its process group."""
+    last line it wrote to stderr (as ``: LINE``), if any.
+
+    It runs inside the boundary a sweep gives each process (a cgroup of its own, else its process group), so
+    whatever it started goes when it does: past `limit` seconds, on Ctrl-C, and when it exits, a helper it left
+    running (one that called ``setsid`` included) is killed, and said on stderr, rather than left to post to
+    the recording's service after the recording is written."""
+    boundary = Boundary.new()
+    if boundary.cgroup is not None:  # the program's first act, before it can start anything: join the cgroup
+        argv = ("/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"', str(boundary.cgroup.path / "cgroup.procs"), *argv)
     with open(root / "stdout", "wb") as out, open(root / "stderr", "wb") as err:
         try:
             process = subprocess.Popen(argv, cwd=root / "run", env=env, stdin=subprocess.DEVNULL, stdout=out,
-                                       stderr=err, start_new_session=True)
+                                       stderr=err, process_group=0)
         except OSError as error:
+            end(boundary, None)
             raise RecordError(f"cannot start {shlex.join(argv)}: {error.strerror or error}") from None
         try:
             code = process.wait(limit)
         except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
+            end(boundary, process)
             raise RecordError(f"{shlex.join(argv)} ran past --time-limit {limit:g} s, and was killed") from None
         finally:
             if process.poll() is None:  # Ctrl-C: it goes with the recording
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
+                end(boundary, process)
+    if left := end(boundary, process):
+        sys.stderr.write(f"crashlab: warning: the program left {len(left)} process(es) running when it exited, "
+                         f"killed now: {'; '.join(left)}\n")
     lines = (root / "stderr").read_bytes().decode(errors="replace").strip().splitlines()
     return code, f" ({lines[-1].strip()[:160]})" if lines else ""
+
+
+def end(boundary: Boundary, process: subprocess.Popen[bytes] | None) -> list[str]:
+    """Kill every process within `boundary` and wait for `process`; what was still running, by PID and command
+    line."""
+    cgroup = boundary.cgroup
+    left = [] if cgroup is None else [f"{pid} {command_line(pid)}" for pid in cgroup.pids()]
+    if cgroup is not None:
+        cgroup.kill()
+        cgroup.empty(GONE_WITHIN)
+        cgroup.remove()
+    elif process is not None:
+        with suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+    if process is not None:
+        process.wait()
+    return left
 
 
 def call_names() -> Iterator[str]:

@@ -21,6 +21,8 @@ this machine: wall time (median of N) and peak memory of a `crashlab` process. I
 - the agents of examples/agents/, unmodified programs on the official SDKs, swept from outside (`--command`,
   `--job triage`) at depth 2 (CI sweeps them at depth 1), shared beside `--no-share`, and what one process start
   of each costs (the interpreter and its SDK's import, or Node and the openai package's);
+- the MCP loop with tasks (`examples/mcp_tasks_loop.py`: plain, handle-saving and keyed), killed for real at
+  depth 2 (CI sweeps it at depth 1);
 - every installed agent runtime's table at depths 1 and 2 (`crashlab frameworks`), which CI sweeps at
   depth 1 only: it takes hours, most of them Temporal's, whose restarts wait on its timeouts.
 
@@ -231,6 +233,17 @@ def examples(depth: str, repeat: int) -> None:
     print("one process start: " + "; ".join(f"{name} {1000 * seconds:.0f} ms" for name, seconds in medians.items()))
 
 
+def mcp_tasks() -> None:
+    """The MCP loop with tasks, its three rows at depth 2: a plain loop duplicates, a handle-saving one only where the
+    task was made and its handle not yet received, a keyed one nowhere."""
+    loop = ("--loop", "examples/mcp_tasks_loop.py:plain,handle,keyed", "--effects", "examples/http_loop.yaml")
+    seconds, peak, rows = sweep_rows(*loop, "--depth", "2", repeat=1)
+    cells = ", ".join(f"{row['variant']} {row['with_dups']}/{row['dups']}/{row['missing']}" for row in rows)
+    print(f"\n## the MCP loop with tasks (examples/mcp_tasks_loop.py), depth 2, needs crashlab[mcp]\n"
+          f"{sum(row['scenarios'] for row in rows):,} scenarios in {seconds:.1f} s, peak {peak} MiB; "
+          f"with dups/dups/missing: {cells}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
@@ -313,6 +326,7 @@ def main() -> None:
               f"with dups/dups/missing: {cells}")
 
     examples(depth, r)
+    mcp_tasks()
 
     if not args.quick:
         print("\n## every installed agent runtime killed for real at depths 1 and 2 (crashlab frameworks --workers 2)")

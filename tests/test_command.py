@@ -8,7 +8,9 @@ killed for real where the service commits a request (`accepted`), the only place
 
 from __future__ import annotations
 
+import contextlib
 import json
+import shlex
 import shutil
 import sys
 
@@ -84,6 +86,59 @@ def test_a_relative_script_is_found_where_crashlab_was_started():
                       "--format", "json")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)[0]["variant"] == "triage-agent"  # named for its script
+
+
+@pytest.mark.slow
+def test_points_lists_a_programs_crash_points_with_what_its_run_directory_and_the_service_hold_at_each(cli):
+    """The agent's three commits, each with the progress it had saved there (the run's ID, then one result more per
+    save) and the service's records; the agent on the official SDK, with --job, asks the model too."""
+    code, out, err = cli("points", "--command", f"plain={PYTHON}", "--effects", EFFECTS, "--format", "json")
+    assert code == 0, err
+    assert [(p["label"], p["checkpoint"], p["tracker"]) for p in json.loads(out)] == [
+        ("accepted", "progress.json 55 B", ["issue #1 (A)"]),
+        ("accepted", "progress.json 61 B", ["issue #1 (A)", "issue #2 (B)"]),
+        ("accepted", "progress.json 69 B", ["issue #1 (A)", "issue #2 (B)", "comment #1 on #1 (C)"])]
+    code, out, err = cli("points", "--command", OPENAI_AGENT, "--job", "triage", "--format", "json")
+    assert code == 0, err
+    labels = [p["label"] for p in json.loads(out)]
+    assert labels.count("accepted") == 3 and labels[:2] == ["model-asked", "model-answered"]
+
+
+@pytest.mark.parametrize(("args", "says"), [
+    (["--command", "", "--effects", EFFECTS], "--command names no program"),
+    (["--command", "no-such-program-here x", "--effects", EFFECTS], "no program 'no-such-program-here' here"),
+    (["--command", PYTHON], "--command needs --effects FILE"),
+    (["--command", f"a={PYTHON}", "--command", f"b={PYTHON}", "--effects", EFFECTS],
+     "crashlab points lists one program's points: name one as SLUG (a, b)"),
+    (["c", "--command", f"a={PYTHON}", "--effects", EFFECTS], "no --command is named 'c' (named: a)"),
+    (["per-turn", "--fs-points"], "--fs-points finds the crash points of a program (--command)"),
+    (["per-turn", "--effects", EFFECTS], "--effects belongs to your agent as a program: give --command"),
+    ([], "crashlab points needs SLUG, a variant (per-turn,"),
+])
+def test_points_of_a_command_that_cannot_run_are_refused_in_one_line(cli, args, says):
+    code, out, err = cli("points", *args)
+    assert (code, out) == (2, "") and err.count("\n") == 1 and says in err
+
+
+def test_points_of_a_program_a_sweep_would_refuse_are_refused_as_the_sweep_refuses_it(cli):
+    code, out, err = cli("points", "--command", "true", "--effects", EFFECTS)
+    assert (code, out) == (2, "") and err.count("\n") == 1
+    assert "does it call crashlab's service at the URL in CRASHLAB_TRACKER_URL" in err
+
+
+@pytest.mark.slow
+def test_sweep_list_names_a_programs_scenarios_each_with_the_explain_that_replays_it(cli):
+    code, out, err = cli("sweep", "--command", f"plain={PYTHON}", "--effects", EFFECTS, "--depth", "1", "--list",
+                         "dups")
+    assert code == 0, err
+    listed = out.splitlines()
+    assert [line.split()[:2] for line in listed] == [["plain:1", "accepted#1"], ["plain:2", "accepted#2"],
+                                                       ["plain:3", "accepted#3"]]
+    replay = shlex.split(listed[1].split(None, 2)[2])
+    assert replay[:3] == ["crashlab", "explain", "plain:2"]
+    code, story, err = cli(*replay[1:])
+    assert code == 0, err
+    assert "duplicates:    B ×2 (DUPLICATED)" in story
 
 
 def test_explain_tells_a_programs_scenario_process_by_process(cli):
@@ -244,14 +299,81 @@ def test_a_program_that_writes_no_file_has_no_file_system_points(cli):
     assert "it wrote, synced, renamed and unlinked no file in its run directory" in story
 
 
+@pytest.mark.slow
 @needs_fuse
-def test_a_power_cut_at_the_file_operations_is_refused_until_the_layer_can_count_its_states_there(cli):
-    """At a file operation the layer holds the program and waits for the harness, which a power cut would ask how many
-    states a cut there leaves: both would wait on the other (a sweep hung so). Refused, in one line, before it runs."""
-    code, out, err = cli("sweep", "--command", f"plain={PYTHON}", "--effects", EFFECTS, "--fs-points", "--fault",
-                         "power-cut", "--depth", "1", "--format", "json")
-    assert (code, out) == (2, "") and err.count("\n") == 1
-    assert "--fault power-cut with --fs-points is not built yet" in err
+def test_points_of_a_programs_file_operations_show_its_run_directory_as_each_finds_it(cli):
+    """At the second save's rename the result is in progress.tmp alone; at the directory's sync after it, in
+    progress.json: what a death at each leaves, copied from under the layer while it holds the operation."""
+    code, out, err = cli("points", "--command", f"plain={PYTHON}", "--effects", EFFECTS, "--fs-points", "--format",
+                         "json")
+    assert code == 0, err
+    on_disk = {f"{p['label']}#{p['occurrence']}": p["checkpoint"] for p in json.loads(out)}
+    assert len(on_disk) == 19
+    assert on_disk["rename:progress.tmp->progress.json#2"] == "progress.json 55 B, progress.tmp 61 B"
+    assert on_disk["fsync:.#2"] == "progress.json 61 B"
+
+
+def within(seconds: float, *args: str, cwd=ROOT) -> tuple[int, str, str]:
+    """`crashlab ARGS` in a process of its own, and if it runs past `seconds`, a failure that says it hung. A sweep
+    deadlocked on the file-system layer stands in the kernel, in a request the layer never answers, where no signal
+    reaches it: what frees it is the death of the layer's process, a child of its own, so its children are killed
+    first, by their IDs, and then it (the rest die with it, and the layer's mount with the layer)."""
+    import os
+    import signal
+    import subprocess
+    from pathlib import Path
+
+    sweep = subprocess.Popen([sys.executable, "-m", "crashlab", *args], cwd=cwd, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    try:
+        out, err = sweep.communicate(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        children = [int(pid) for task in Path(f"/proc/{sweep.pid}/task").glob("*")
+                    for pid in (task / "children").read_text().split()]
+        for pid in [*children, sweep.pid]:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        sweep.communicate()
+        pytest.fail(f"crashlab {' '.join(args)} hung: still running after {seconds:g} s")
+    return sweep.returncode, out, err
+
+
+@pytest.mark.slow
+@needs_fuse
+def test_a_power_cut_at_a_file_operation_loses_what_no_sync_made_durable_and_nothing_a_sync_did(tmp_path):
+    """At a file operation the layer holds the program and waits for the harness's word, and a power cut there asks the
+    layer how many states a cut leaves: asked through the mount, both waited on the other (a sweep hung so). Asked on
+    the layer's own line, the sweep ends, and counts by hand. Each effect's points: at `accepted` everything before
+    it was synced (its save's `fsync:.`), so a cut there leaves one state, the crash's, and the effect is made again;
+    a cut anywhere in its save before the directory's sync takes back the rename that saves it, so every state of
+    those points duplicates, the crash's at `fsync:.` alone not (the rename is made). The first save: 10 states, none
+    duplicates; each effect 1 + 3 + 2 + 2 + 3 = 11 states, 10 duplicate: 43 scenarios, 30 with a duplicate."""
+    code, out, err = within(300, "sweep", "--command", f"plain={PYTHON}", "--effects", EFFECTS, "--fs-points",
+                            "--fault", "power-cut", "--depth", "1", "--format", "json", "--out", str(tmp_path))
+    assert code == 0, err
+    (row,) = json.loads(out)
+    assert (row["points"], row["scenarios"], row["with_dups"], row["missing"]) == (19, 43, 30, 0)
+    dups: dict[str, list[int]] = {}
+    for line in (tmp_path / "scenarios.jsonl").read_text().splitlines():
+        scenario = json.loads(line)
+        dups.setdefault(scenario["points"][0], []).append(scenario["dups"])
+    assert dups["fsync:.#1"] == [0, 0, 0]  # the first save: nothing made yet
+    assert [dups[point] for point in ("accepted#1", "fsync:progress.tmp#2", "close:progress.tmp#2",
+                                      "rename:progress.tmp->progress.json#2", "fsync:.#2")] \
+        == [[1], [1, 1, 1], [1, 1], [1, 1], [0, 1, 1]]
+
+
+@pytest.mark.slow
+@needs_fuse
+@pytest.mark.parametrize("fault", ["crash", "power-cut"])
+def test_a_program_whose_threads_race_at_its_file_operations_is_refused_and_never_hangs(fault):
+    """threads_agent.py files two issues on two threads, each saving its own file: which goes first changes from run to
+    run, so no table can count it. A thread can stand in an operation the layer holds as its process dies for the
+    other's sake, which kept the process from ending (the harness waited on it, it on the layer, the layer on the
+    harness). The sweep ends, and says why it cannot count the program."""
+    code, _, err = within(300, "sweep", "--command", f"{sys.executable} {PROGRAMS / 'threads_agent.py'}",
+                          "--effects", EFFECTS, "--fs-points", "--fault", fault, "--depth", "1", "--format", "json")
+    assert code == 3 and ("the loop is not deterministic" in err or "flaky scenarios" in err), err
 
 
 def test_fs_points_where_fuse_is_not_usable_are_refused_in_one_line(cli, monkeypatch):

@@ -76,7 +76,7 @@ def test_sweep_fault_wrong_answer_prints_the_rows_and_refuses_what_it_cannot_do(
     code, out, err = cli("sweep", "--fault", "wrong-answer", "--kill")
     assert (code, out) == (2, "") and "--fault wrong-answer needs world-in-memory, which the forked runner" in err
     code, out, err = cli("sweep", "--fault", "power-switch")
-    assert code == 2 and "'power-switch' is not one of 'crash', 'drifting-model', 'expired-key', 'interleave', 'late-delivery'" in err
+    assert code == 2 and "'power-switch' is not one of 'crash', 'drifting-model', 'expired-key', 'failed-after-effect', 'interleave', 'late-delivery'" in err
     code, out, err = cli("sweep", "--fault", "wrong-answer", "--variant", "markers", "--list", "missing")
     first = out.splitlines()[0].split()
     assert code == 0 and first[0].startswith("markers+wrong-answer=") and question(first[0]) in (1, 2)

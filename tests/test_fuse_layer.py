@@ -12,17 +12,22 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import signal
 import sqlite3
 import subprocess
 import sys
 import tempfile
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
-from crashlab.durable.fuse import KEEP, MOST, STATES, SYNC, Layer, Passthrough, unusable
+from crashlab.durable.fuse import KEEP, MOST, STATES, SYNC, WAIT, Layer, Passthrough, answer, unusable
+from crashlab.runners.group import Boundary, Child
+from crashlab.runners.served import end
+from crashlab.service import control
 
 
 def contents(directory: Path) -> dict[str, bytes]:
@@ -122,7 +127,7 @@ def test_a_sync_of_everything_makes_every_operation_durable(ops: Passthrough) ->
     """What the harness tells the layer when the loop calls sync(2) or syncfs(2), which FUSE never passes on."""
     written(ops, "/marker", b"A.started")
     ops.rename("/old", "/renamed")
-    assert ops.getxattr("/", SYNC) == b"synced"
+    assert answer(ops.image, SYNC) == {"synced": True}
     ops.image.restore(ops.backing)
     assert contents(ops.backing) == {"marker": b"A.started", "renamed": b"durable"}
 
@@ -135,7 +140,7 @@ def test_a_cut_admits_each_prefix_of_what_no_sync_made_durable_newest_first(ops:
     ops.write("/progress", b'"r1"}', 8, fh)  # two writes: a cut between them leaves half a record
     ops.release("/progress", fh)
     written(ops, "/log", b"synced", sync=True)  # durable whatever the cut: the log's data, not its name
-    assert ops.getxattr("/", STATES) == b"5"
+    assert answer(ops.image, STATES) == {"states": 5}
     states = []
     for state in range(1, 6):
         ops.image.restore(ops.backing, state)
@@ -152,7 +157,7 @@ def test_a_death_leaves_at_most_most_states(ops: Passthrough) -> None:
     for line in range(3 * MOST):
         ops.write("/log", b"line %02d\n" % line, 8 * line, fh)
     ops.release("/log", fh)
-    assert int(ops.getxattr("/", STATES)) == MOST
+    assert answer(ops.image, STATES) == {"states": MOST}
     ops.image.restore(ops.backing, MOST)
     assert contents(ops.backing) == {"old": b"durable"}  # the last is always the most a cut can take
 
@@ -370,6 +375,74 @@ def test_sqlite_in_delete_mode_loses_its_last_commit_to_the_journal_it_unlinked(
     layer.cut()
     assert "dbos.sqlite-journal" in os.listdir(layer.mountpoint)
     assert rows(db) == 2
+
+
+@pytest.mark.slow
+@needs_fuse
+def test_while_the_layer_holds_an_operation_at_its_point_it_still_counts_the_states_a_cut_there_leaves(
+        tmp_path: Path) -> None:
+    """At a point the layer holds the operation, and waits for the harness's word, which a power cut there first asks
+    how many states a cut leaves. Asked through the mount, the question waited behind the held operation, and the
+    harness on the question: a sweep hung so. Asked on the layer's own line, it is answered at once: the file written
+    and not yet synced, 3 states (the crash's, its write lost, its name lost); once the fsync is done, its data is in
+    every state, and 2 are left (its name was never synced)."""
+    backing = tmp_path / "backing"
+    backing.mkdir()
+    with Layer.over(backing, tells=True) as layer, ThreadPoolExecutor(1) as harness:
+        assert layer.line is not None
+        program = subprocess.Popen([sys.executable, "-c", WRITES_AND_SYNCS], cwd=layer.mountpoint)
+        try:
+            assert control.receive(layer.line) == {"kind": "point", "label": "fsync:progress"}
+            counted = harness.submit(layer.states)
+            try:
+                assert counted.result(timeout=WAIT) == 3
+            finally:  # the word, which frees a question stuck behind the held operation, and the close after it
+                control.send(layer.line, control.GO)
+                assert control.receive(layer.line) == {"kind": "point", "label": "close:progress"}
+                control.send(layer.line, control.GO)
+        finally:
+            assert program.wait(timeout=WAIT) == 0
+        assert layer.states() == 2
+
+
+@pytest.mark.slow
+@needs_fuse
+def test_a_process_killed_while_a_thread_of_it_stands_in_a_held_operation_ends(tmp_path: Path) -> None:
+    """A program of two threads: one stands in an operation the layer holds, told and not yet answered, when the
+    harness kills the process for the other's sake (a death at the service's point). A process ends only once each
+    of its threads has left the kernel, and the held one leaves only on the layer's answer, which waits for the
+    harness's word: ending it, the harness answers every point told meanwhile, gone, and the operation is not done."""
+    backing = tmp_path / "backing"
+    backing.mkdir()
+    with Layer.over(backing, tells=True) as layer, ThreadPoolExecutor(1) as harness:
+        assert layer.line is not None
+        boundary = Boundary.new()  # as the harness starts each process of a program
+        pid = os.fork()
+        if pid == 0:
+            try:
+                boundary.enter()
+                os.chdir(layer.mountpoint)
+                os.execv(sys.executable, [sys.executable, "-c", WRITES_AND_SYNCS])
+            finally:
+                os._exit(127)
+        assert select.select([layer.line], [], [], WAIT)[0]  # its fsync told, and held, while the harness is busy
+        ending = harness.submit(end, Child(pid, boundary=boundary), layer.line)
+        try:
+            ending.result(timeout=WAIT)
+        finally:  # the word the harness owed, which frees a harness that waits for the process to end
+            if not ending.done():
+                control.send(layer.line, control.GONE)
+        assert layer.states() == 3  # the write made, its fsync never: a cut may lose it, or its name
+
+
+#: A program that writes a file and syncs it: two points, the fsync and the close after the write.
+WRITES_AND_SYNCS = """
+import os
+fd = os.open("progress", os.O_WRONLY | os.O_CREAT, 0o644)
+os.write(fd, b"synced")
+os.fsync(fd)
+os.close(fd)
+"""
 
 
 # The forked runner under --fault power-cut: a loop's run directory on the layer, cut at each death.

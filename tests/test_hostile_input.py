@@ -339,7 +339,8 @@ def test_the_golden_check_compares_exactly_the_rows_and_columns_it_names(cli, tm
                                                       "(--kill) does not offer; the in-process runner does"),
         (("sweep", "--loop", "dbos", "--kill", "--fault", "reused-run-id"),
          "--fault reused-run-id has no form yet for a loop whose tools call crashlab's service (those that have: "
-         "crash, drifting-model, expired-key, interleave, late-delivery, power-cut, timeout, tracker-crash, wrong-answer)"),
+         "crash, drifting-model, expired-key, failed-after-effect, interleave, late-delivery, power-cut, timeout, "
+         "tracker-crash, wrong-answer)"),
         (("sweep", "--loop", "langgraph"), "langgraph-plain runs only under the forked runner (--kill)"),
         (("sweep", "--fault", "tracker-crash", "--fault", "tracker-crash"), "named twice"),
         (("explain", "keys:-1"), "keys passes crash points 1..34 on job triage: no point -1"),

@@ -12,6 +12,8 @@ import json
 import socket
 import subprocess
 import sys
+import time
+from pathlib import Path
 
 import pytest
 import yaml
@@ -179,3 +181,28 @@ def test_a_conversation_not_asked_in_turn_is_refused_in_one_line():
              Exchange("chat", Asked((Said(()),), (), "m", False), Heard((), "again"))]
     with pytest.raises(RecordError, match="the model's reply 1 is a final answer"):
         job_of(ended, "x", "agent")
+
+
+def gone(pid: int, within: float = 10.0) -> bool:
+    """Whether process `pid` is gone (or a zombie, dead and waiting to be reaped) within `within` seconds."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            if Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] == "Z":
+                return True
+        except FileNotFoundError:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@pytest.mark.slow
+def test_a_helper_the_program_detached_goes_with_the_recording(tmp_path):
+    """A helper in a session of its own (``setsid``) is not left running to post into a finished recording: it is
+    in the program's cgroup, and goes with it."""
+    detaches = ("import subprocess, sys; helper = subprocess.Popen(['setsid', 'sleep', '300']); "
+                "open(sys.argv[1], 'w').write(str(helper.pid)); sys.exit(3)")
+    with provider() as url:
+        done = record(tmp_path, f"{url}/v1", sys.executable, "-c", detaches, str(tmp_path / "helper.pid"))
+    assert done.returncode == 2 and "exited with status 3" in done.stderr
+    assert gone(int((tmp_path / "helper.pid").read_text()))

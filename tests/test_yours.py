@@ -355,8 +355,8 @@ def test_a_fault_with_no_form_for_a_served_loop_is_refused_in_one_line(cli):
                          "reused-run-id")
     assert (code, out) == (2, "")
     assert err.strip().endswith("--fault reused-run-id has no form yet for a loop whose tools call crashlab's service "
-                                "(those that have: crash, drifting-model, expired-key, interleave, late-delivery, power-cut, timeout, tracker-crash, "
-                                "wrong-answer)")
+                                "(those that have: crash, drifting-model, expired-key, failed-after-effect, interleave, "
+                                "late-delivery, power-cut, timeout, tracker-crash, wrong-answer)")
 
 
 @pytest.mark.slow

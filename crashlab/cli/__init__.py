@@ -20,6 +20,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "campaign": ("crashlab.cli.campaign", "Sweep many generated jobs and report every broken promise, with its job "
                  "file and scenario ID."),
     "checkpoint": ("crashlab.cli.run", "Look at a run directory's checkpoint."),
+    "conform": ("crashlab.cli.conform", "Probe the idempotency service at URL and say, promise by promise, whether it "
+                "keeps the contract of --profile NAME."),
     "explain": ("crashlab.cli.explain", "Tell the story of one SCENARIO, process by process, and its verdict."),
     "faults": ("crashlab.cli.info", "The fault models `crashlab sweep --fault SLUG` takes: what each breaks, what "
                "it adds to the sweep."),
@@ -31,6 +33,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "plot": ("crashlab.cli.plot", "Draw the sweep: each variant's single crashes, and its double crashes as a heatmap "
              "(needs crashlab[plot])."),
     "points": ("crashlab.cli.explain", "List the crash points of SLUG's uninterrupted run."),
+    "profiles": ("crashlab.cli.info", "The idempotency contracts `crashlab serve --profile NAME` keeps and `crashlab "
+                 "conform` checks, each as its provider's page states it."),
     "record": ("crashlab.cli.record", "Run COMMAND once against a real model through a recording proxy, and write "
                "the job and its effects."),
     "report": ("crashlab.cli.report", "Draw the results `crashlab sweep --out DIR` wrote as one HTML file that "

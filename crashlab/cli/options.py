@@ -12,6 +12,7 @@ from crashlab.durable.store import StoreKind
 from crashlab.errors import BadInput
 from crashlab.job import Job, find_job, shown
 from crashlab.loops import FAMILIES, VARIANTS, yours
+from crashlab.profiles import registry as profile_registry
 from crashlab.protocols.fault import Faults, registry
 from crashlab.protocols.runner import TIME_LIMIT
 from crashlab.protocols.scenario import Setup
@@ -333,3 +334,16 @@ def faults_of(slugs: tuple[str, ...], settings: dict[str, str | None]) -> Faults
                 raise BadInput(f"--{setting.option} is the {fault.slug} fault's setting: it needs --fault {fault.slug}")
     return Faults.of(f.with_options(settings) for f in chosen)
 
+
+
+profile_option = click.option(
+    "--profile", "profile_name", metavar="NAME[,NAME...]|all", default=None,
+    help="Sweep against a tracker that keeps this provider's idempotency contract (retention, a retry after a "
+         "failure, another payload under a key, a required key; docs: idempotency contracts), or each in turn (a "
+         "list, or all), and print one table, loop × profile.")
+
+
+def profiles_of(spec: str) -> list[str]:
+    """The profiles `--profile` names: by slug, comma-separated, or every one installed (``all``), the default
+    first."""
+    return list(profile_registry()) if spec == "all" else names(spec, profile_registry(), "profile")

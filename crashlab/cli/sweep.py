@@ -6,6 +6,7 @@ import json
 import shlex
 import time
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,8 @@ from crashlab.cli.options import (
     faults_of,
     fs_points_option,
     job_option,
+    profile_option,
+    profiles_of,
     repeat_option,
     runner_for,
     time_limit_option,
@@ -127,6 +130,7 @@ class Interleavings(click.ParamType):
                    "once. Checked first: at its first, middle and last crash point, a restart from a copy must do "
                    "what the restart after the death does, or the sweep is refused.")
 @fs_points_option
+@profile_option
 @time_limit_option
 @repeat_option
 def sweep(job_spec: str, loop: str | None, variant: str | None, tracker: str | None, effects_file: str | None,
@@ -134,7 +138,7 @@ def sweep(job_spec: str, loop: str | None, variant: str | None, tracker: str | N
           golden_file: str | None, expect_file: str | None, listing: str | None, out: str | None, depth: int,
           max_scenarios: int, replay: bool, workers: int, scheduler: str | None, fault_slugs: tuple[str, ...],
           kill: bool, time_limit: float, repeat: int, interleavings: int | str | None, state_in_run_dir: bool,
-          fs_points: bool, **settings: str | None) -> None:
+          fs_points: bool, profile_name: str | None, **settings: str | None) -> None:
     """Crash the loop at every point, and its restart at every point, and count the damage.
 
     \b
@@ -157,6 +161,11 @@ def sweep(job_spec: str, loop: str | None, variant: str | None, tracker: str | N
     A flaky scenario (--repeat: its runs differ; or, for a loop of yours, a process that strays
     from the run it repeats) counts the worst it came to, and fails the sweep with exit 3.
     """
+    profiles = profiles_of(profile_name) if profile_name is not None else None
+    if profiles is not None and ("all" in fault_slugs or golden_file is not None or expect_file is not None or
+                                 out is not None or repeat > 1 or fmt == "junit" or junit_file is not None):
+        raise BadInput("--profile prints the loop × profile table: it takes no --fault all, --check, --expect, --out, "
+                       "--repeat or JUnit (sweep one profile's scenarios with --list, explain one by its ID)")
     job, variants = choose(job_spec, loop, variant, tracker, effects_file, scheduled, state_in_run_dir, commands,
                            fs_points)
     spec = runner_for(variants, kill, store, time_limit)
@@ -181,6 +190,9 @@ def sweep(job_spec: str, loop: str | None, variant: str | None, tracker: str | N
     if junit_file is not None:
         writable(junit_file)
     explaining = replay_command(job_spec, loop, effects_file, tracker, repeat, scheduled, commands, fs_points)
+    if profiles is not None:
+        return every_profile(profiles, [Setup(v, job, faults) for v in variants], spec, depth, not replay, workers,
+                             scheduler, max_scenarios, fmt, listing, explaining)
     began, when = time.perf_counter(), datetime.now()
     pending = PendingResults(out) if out is not None else None
     try:
@@ -231,6 +243,36 @@ def sweep(job_spec: str, loop: str | None, variant: str | None, tracker: str | N
         differences = expect.compare(rows, bounds)
         held(differences, f"the sweep breaks {len(differences)} expectation(s) of {expect_file}",
              f"meets {expect_file}")
+
+
+def every_profile(profiles: list[str], setups: list[Setup], spec: RunnerSpec, depth: int, share: bool, workers: int,
+                  scheduler: str | None, max_scenarios: int, fmt: str, listing: str | None,
+                  explaining: Callable[[str], str]) -> None:
+    """`sweep --profile`: the setups swept against a tracker keeping each profile's contract in turn, printed as one
+    table, loop × profile (or, with `listing`, every profile's scenarios that `listing` picks, IDs ``...@SLUG``)."""
+    swept_under: dict[str, list[VariantSweep]] = {}
+    for profile in profiles:
+        began = time.perf_counter()
+        under = [replace(setup, profile=profile) for setup in setups]
+        swept_under[profile] = swept(under, spec, depth, share, workers, scheduler, max_scenarios)
+        click.echo(f"swept profile {profile}: {sum(s.row().scenarios for s in swept_under[profile]):,} scenarios in "
+                   f"{time.perf_counter() - began:.1f} s", err=True)
+    rows = [(profile, swept_under[profile][k].row()) for k in range(len(setups)) for profile in profiles]
+    faults = setups[0].faults
+    if faults and not any(row.scenarios for _, row in rows):
+        raise BadInput(f"{' + '.join(f.slug for f in faults.members)} makes no scenario of "
+                       f"{', '.join(s.variant.slug for s in setups)} under any profile: the table would be all zeros")
+    if listing is not None:
+        every = (result for profile in profiles for result in every_scenario(swept_under[profile]))
+        return echo_listing(every, listing, explaining, fmt)
+    columns = columns_for([s.variant for s in setups], depth, [row for _, row in rows])
+    if fmt == "table":
+        click.echo(tables.by_profile(rows))
+    elif fmt == "json":
+        click.echo(json.dumps(tables.profile_records(rows, columns), indent=2))
+    else:
+        data = [{k: v for k, v in r.items() if k != "by_depth"} for r in tables.profile_records(rows, columns)]
+        click.echo(tables.csv_text(data, list(data[0])).rstrip("\n"))
 
 
 def held(differences: list[str], broken: str, holds: str) -> None:

@@ -37,9 +37,12 @@ not explored.
 How: every operation passes to the backing directory at once, and the layer keeps, in memory, the
 `Image`: what the backing held at the mount, and the log of every operation since, each marked when
 a sync made it durable (what every state keeps is folded into the base: the log's durable head, and
-each file's synced writes). The harness speaks to the layer while it serves through two extended
-attributes of the mount's root (`SYNC`, `STATES`), which pass in order with the loop's own
-operations. A cut unmounts the
+each file's synced writes). The harness asks the layer, while it serves, how many states a cut would
+now leave, and tells it of the loop's ``sync``, down a line of their own (`Layer.asks`), which a thread
+of the layer's process answers, never through the mount: at a point of its own (below) the layer's one
+FUSE thread holds the operation and waits for the harness, so a question sent through the mount would
+wait behind it, and the harness on the question (a sweep of ``--fs-points`` under ``--fault power-cut``
+hung so). The image is all the two threads share, and one at a time uses it. A cut unmounts the
 layer (so the kernel's caches, dirty ``mmap`` pages included, are flushed into it first and gone
 after), then rewrites the backing directory as the chosen state says. Links, symbolic links and
 device files are refused (ENOSYS); modes and times are not modelled.
@@ -63,6 +66,7 @@ one of the harness's own.
 from __future__ import annotations
 
 import errno
+import functools
 import os
 import select
 import shutil
@@ -70,12 +74,13 @@ import signal
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from crashlab.errors import HarnessError
 from crashlab.scratch import release, scratch
@@ -86,9 +91,9 @@ WAIT = 10.0
 #: What the parent tells the layer's process once it is unmounted: cut (to the state whose number follows, in 4
 #: bytes), or leave the directory as it is.
 CUT, KEEP = b"c", b"k"
-#: The extended attributes of the mount's root by which the harness speaks to the layer while it serves: the loop
-#: called ``sync`` (or ``syncfs``), which FUSE does not pass on; how many states a cut would now leave.
-SYNC, STATES = "user.crashlab.sync", "user.crashlab.states"
+#: What the harness asks the layer while it serves (`Layer.asks`): the loop called ``sync`` (or ``syncfs``), which
+#: FUSE does not pass on; how many states a cut would now leave.
+SYNC, STATES = {"ask": "sync"}, {"ask": "states"}
 
 #: A directory's durable entries: each name, the inode it names and whether that is a directory.
 Entries = dict[str, tuple[int, bool]]
@@ -165,6 +170,20 @@ Frozen = tuple[tuple[str, "bytes | Frozen"], ...]
 DATA = ("write", "truncate")
 
 
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _alone(method: Callable[Concatenate[Image, P], R]) -> Callable[Concatenate[Image, P], R]:
+    """One thread at a time in the image: the layer's, serving the loop's operations, or the one answering the
+    harness's questions (`answer`)."""
+    @functools.wraps(method)
+    def alone(image: Image, *args: P.args, **kwargs: P.kwargs) -> R:
+        with image.lock:
+            return method(image, *args, **kwargs)
+    return alone
+
+
 @dataclass
 class Image:
     """What the disk holds under the model: the base every state keeps (what the backing directory held at the
@@ -179,6 +198,7 @@ class Image:
     marked: list[int | None] = field(default_factory=list)
     made: int = 0  # objects made: the next one's id
     recorded: int = 0  # operations recorded: the next one's place
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     @classmethod
     def of(cls, backing: Path) -> Image:
@@ -201,14 +221,17 @@ class Image:
         self.dirs[obj] = {}
         return obj
 
+    @_alone
     def new_file(self) -> int:
         self.made += 1
         return self.made - 1
 
+    @_alone
     def record(self, op: Op) -> None:
         op.seq, self.recorded = self.recorded, self.recorded + 1
         self.log.append(op)
 
+    @_alone
     def sync(self, obj: int) -> None:
         """Make durable what a sync of `obj` does: a file's data, a directory's entries (a rename's in both of its
         directories), as they are now."""
@@ -217,6 +240,7 @@ class Image:
                 op.durable = True
         self.fold()
 
+    @_alone
     def sync_all(self) -> None:
         """``sync(2)``, ``syncfs(2)``: everything is durable."""
         for op in self.log:
@@ -250,6 +274,7 @@ class Image:
         return {name: self.tree(child, files, dirs) if is_dir else bytes(files.get(child, self.files.get(child, b"")))
                 for name, (child, is_dir) in sorted(dirs.get(obj, {}).items())}
 
+    @_alone
     def cuts(self) -> int:
         """How many distinct states a cut now admits, at most `MOST`, newest first: all the log (what a process crash
         leaves), then cut before each operation no sync made durable, the newest first, and last the most a cut can
@@ -264,6 +289,7 @@ class Image:
         self.marked = list(seen.values())
         return len(self.marked)
 
+    @_alone
     def restore(self, backing: Path, state: int | None = None) -> None:
         """Rewrite `backing` as the `state`-th state `cuts` marked says (None: the most a cut can take, only what syncs
         made durable): what a power cut leaves on the disk."""
@@ -354,13 +380,6 @@ class Passthrough:
                                                    "f_files", "f_ffree", "f_favail", "f_flag", "f_namemax")}
 
     def getxattr(self, path: str, name: str, position: int = 0) -> bytes:
-        """The harness's word to the layer, on the mount's root: `SYNC` (the loop called ``sync`` or ``syncfs``), or
-        `STATES` (how many states a cut now admits); any other attribute is the backing file's."""
-        if path == "/" and name == SYNC:
-            self.image.sync_all()
-            return b"synced"
-        if path == "/" and name == STATES:
-            return str(self.image.cuts()).encode()
         return os.getxattr(self.real(path), name, follow_symlinks=False)
 
     def listxattr(self, path: str) -> list[str]:
@@ -526,6 +545,11 @@ class Layer:
     #: The harness's end of the line down which the layer tells each point and waits for the word: a new one at
     #: each mount (a cut mounts again), None unless it `tells`.
     line: socket.socket | None = None
+    #: The harness's end of the line on which it asks the layer's process (`SYNC`, `STATES`), a thread of which
+    #: answers while the mount serves: a new one at each mount, None while none is mounted.
+    asks: socket.socket | None = None
+    #: One question at a time on `asks`: the sweep's, at a point, and a loop's ``sync``, on the thread that hears it.
+    asking: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @classmethod
     @contextmanager
@@ -554,6 +578,7 @@ class Layer:
         told, self.told = os.pipe()
         self.hears, says = os.pipe()
         self.line, theirs = socket.socketpair() if self.tells else (None, None)
+        self.asks, answers = socket.socketpair()
         self.pid = os.fork()
         if self.pid == 0:  # the layer's process: it never returns from here
             status = 1
@@ -561,14 +586,16 @@ class Layer:
                 os.setpgid(0, 0)  # no kill of a loop's group, no interrupt at the terminal, takes it
                 os.close(self.told)
                 os.close(self.hears)
+                self.asks.close()
                 if self.line is not None:
                     self.line.close()
-                serve(self.backing, self.mountpoint, told, says, theirs)
+                serve(self.backing, self.mountpoint, told, says, answers, theirs)
                 status = 0
             finally:
                 os._exit(status)
         os.close(told)
         os.close(says)
+        answers.close()
         if theirs is not None:
             theirs.close()
         if self._heard() != b"r":
@@ -577,11 +604,20 @@ class Layer:
 
     def sync(self) -> None:
         """The loop called ``sync(2)`` or ``syncfs(2)``: everything is durable from here on."""
-        os.getxattr(self.mountpoint, SYNC)
+        self._ask(SYNC)
 
     def states(self) -> int:
         """How many states a cut now would leave (the first a process crash's, the last the most it can take)."""
-        return int(os.getxattr(self.mountpoint, STATES))
+        return int(self._ask(STATES)["states"])
+
+    def _ask(self, question: dict[str, str]) -> dict[str, Any]:
+        """The layer's answer to `question`, on `asks`: never through the mount, where it would wait behind an
+        operation the layer holds at its point. `control.LineBroken` (an `OSError`) if no layer is mounted."""
+        with self.asking:
+            if self.asks is None:
+                raise control.LineBroken(f"no layer is mounted at {self.mountpoint}")
+            control.send(self.asks, question)
+            return control.receive(self.asks)
 
     def cut(self, state: int | None = None) -> list[str]:
         """The power cut: unmount, leave in the backing directory the `state`-th state the last `states` counted
@@ -627,6 +663,10 @@ class Layer:
         if self.line is not None:
             self.line.close()
             self.line = None
+        with self.asking:  # a question under way has its answer, or a broken line, as the layer's process ended
+            if self.asks is not None:
+                self.asks.close()
+                self.asks = None
         self.pid = 0
 
 
@@ -643,9 +683,11 @@ def _lost(before: bytes | None, after: bytes | None) -> str:
     return f"lost its latest writes ({len(before):,} bytes, now {len(after):,})"
 
 
-def serve(backing: Path, mountpoint: Path, told: int, says: int, line: socket.socket | None = None) -> None:
-    """The layer's process: serve the mount until it is unmounted, then do as told, and say so; with a `line`,
-    tell each point down it and wait for the harness's word."""
+def serve(backing: Path, mountpoint: Path, told: int, says: int, answers: socket.socket,
+          line: socket.socket | None = None) -> None:
+    """The layer's process: serve the mount until it is unmounted, then do as told, and say so, and meanwhile answer
+    the harness's questions on `answers`, on a thread of their own; with a `line`, tell each point down it and wait
+    for the harness's word."""
     import mfusepy
 
     _die_with_parent()
@@ -653,11 +695,29 @@ def serve(backing: Path, mountpoint: Path, told: int, says: int, line: socket.so
     os.dup2(quiet, 2)  # "not mounted" when it ends after an unmount: the pipe says how the process ended
     operations = Passthrough(backing, ready=lambda: _tell(says, b"r"),
                              tell=(lambda label: _asked(line, label)) if line is not None else None)
+    threading.Thread(target=_answering, args=(operations.image, answers), name="crashlab-layer-answers",
+                     daemon=True).start()
     mfusepy.FUSE(operations, str(mountpoint), foreground=True, nothreads=True, hard_remove=True,
                  auto_unmount=True, fsname="crashlab-power-cut")
     if os.read(told, 1) == CUT:
         operations.image.restore(backing, int.from_bytes(os.read(told, 4), "big") or None)
     _tell(says, b"d")
+
+
+def answer(image: Image, question: dict[str, Any]) -> dict[str, Any]:
+    """The layer's answer to the harness's `question`: `SYNC` (the loop called ``sync`` or ``syncfs``: everything is
+    durable), or else `STATES` (how many states a cut now admits)."""
+    if question == SYNC:
+        image.sync_all()
+        return {"synced": True}
+    return {"states": image.cuts()}
+
+
+def _answering(image: Image, answers: socket.socket) -> None:
+    """Answer the harness's questions until it closes the line (or the layer's process ends)."""
+    with suppress(control.LineBroken, OSError):
+        while True:
+            control.send(answers, answer(image, control.receive(answers)))
 
 
 def _die_with_parent() -> None:

@@ -34,6 +34,9 @@ AfterFailure = Literal["replay-failure", "run-again", "replay-effect"]
 #: What the same key with another payload gets: ``refused`` (an error, the draft's 422), or ``replayed``
 #: (the first request's answer, as if the payload were the same: the second call's effect is never made).
 OtherPayload = Literal["refused", "replayed"]
+#: What the replay header says: ``true`` (ACP's and Stripe's ``Idempotent-Replayed: true``), or ``first-time``:
+#: when the first request was kept, in milliseconds since the epoch (Worldline's request timestamp).
+ReplayedValue = Literal["true", "first-time"]
 
 
 @dataclass(frozen=True)
@@ -47,7 +50,8 @@ class Profile:
     read: str
     #: What a keyed agent learns from this contract, in a sentence (the README's table shows it).
     lesson: str
-    #: The header the provider names its key with (the service takes `Idempotency-Key` under every profile).
+    #: The header the provider names its key with (the service takes it, and `Idempotency-Key` too, under every
+    #: profile; `crashlab conform` sends its keys under it).
     header: str = "Idempotency-Key"
     #: Whether a key is honoured at all: under ``none`` every request is applied, keyed or not.
     honours_keys: bool = True
@@ -66,6 +70,7 @@ class Profile:
     max_key: int = 255
     #: The header that marks a replayed answer, if the provider sends one.
     replayed_header: str | None = "Idempotent-Replayed"
+    replayed_value: ReplayedValue = "true"
     #: Error codes the provider names in its answers' bodies, by the case: ``other-payload``, ``in-flight``,
     #: ``no-key``. A case it names no code for answers a plain one-line error.
     codes: tuple[tuple[str, str], ...] = ()

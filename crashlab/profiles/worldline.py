@@ -22,4 +22,5 @@ PROFILE = Profile(
     other_payload_status=201,
     max_key=40,
     replayed_header="X-GCS-Idempotence-Request-Timestamp",
+    replayed_value="first-time",
 )

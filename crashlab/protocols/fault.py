@@ -25,6 +25,7 @@ from itertools import product
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from crashlab.errors import BadInput
+from crashlab.profiles import DEFAULT
 from crashlab.protocols.death import Death, Left
 from crashlab.protocols.points import Event
 from crashlab.world import Parts, WorldState
@@ -115,7 +116,8 @@ class Serving:
     may land is a state (its choice, ``I~K``), open-ended as the restart's points are. With `cuts`, the
     loop's machine loses power at each death, and its run directory keeps one of the states its page
     cache admits where it died (its choice, ``I~S``). `model_ids` is how the job's model it plays to a
-    program names its calls again.
+    program names its calls again. It keeps `profile`'s idempotency contract (`crashlab.profiles`), and
+    with `failed_after` it commits its K-th changing request and then answers it with a 500.
     """
 
     commit: str = "one-txn"
@@ -129,6 +131,8 @@ class Serving:
     #: How the model it plays to a program (``--command`` with ``--job``) names a reply's tool calls when a turn is
     #: asked again: ``stable`` (as before) or ``drifting`` (anew, as a real provider does).
     model_ids: str = "stable"
+    profile: str = DEFAULT
+    failed_after: int = 0  # the changing request (from 1) it answers with a 500 after committing it; 0: none
 
 
 @dataclass(frozen=True)
@@ -379,9 +383,10 @@ class Faults:
         default."""
         return next((s for f in self.members if (s := f.schedule(process)) is not None), ((), ()))
 
-    def serving(self) -> Serving:
-        """How crashlab's service runs under every member; a member with no form there is refused in one line."""
-        serving = Serving()
+    def serving(self, profile: str = DEFAULT) -> Serving:
+        """How crashlab's service runs under every member, keeping `profile`'s contract; a member with no form there
+        is refused in one line."""
+        serving = Serving(profile=profile)
         for fault in self.members:
             served = fault.serve(serving)
             if served is None:

@@ -42,12 +42,12 @@ def find_repeats(scenario_id: str, job: Job, variants: Mapping[str, Variant],
     variant = parsed.variant
     if reason := variant.cannot_run(job):
         raise ScenarioError(reason)
-    setup = Setup(variant, job, parsed.faults)
+    setup = Setup(variant, job, parsed.faults, parsed.profile)
     spec = RunnerSpec("in-process" if "in-process" in variant.runners else "forked")
     spec.check(setup)
     crashes, choices = parsed.crashes, parsed.choices
     with spec.open() as runner:
-        baseline = runner.scenario(Setup(variant, job), ())
+        baseline = runner.scenario(Setup(variant, job, profile=parsed.profile), ())
         for k, point in enumerate(crashes):
             reached = runner.scenario(setup, crashes[:k], choices[:k]).passed(k + 1)
             if not 1 <= point <= reached:
@@ -137,7 +137,7 @@ def size(n: int) -> str:
 
 
 #: Notes that say what the next crash point means; they are printed on that point's line.
-ATTACHED = {"save", "request", "model"}
+ATTACHED = {"save", "request", "model", "task"}
 
 
 def note(event: Event, faults: Faults = Faults()) -> str:
@@ -154,11 +154,18 @@ def note(event: Event, faults: Faults = Faults()) -> str:
             return f"search {d['call']} → issues {d['answer']} (read only)"
         sent = f"key {d['key'][:12]}…" if d["key"] else "no key"
         if d["applied"] and d.get("forgot"):
+            kept = d.get("kept", KEY_RETENTION)
             return (f"{event.label} {d['call']} ({sent}): the tracker has FORGOTTEN the key "
-                    f"(kept {KEY_RETENTION:g} h), APPLIES it again, #{d['answer']}")
+                    f"(kept {kept:g} h), APPLIES it again, #{d['answer']}")
         if d["applied"]:
             return f"{event.label} {d['call']} ({sent}): the tracker APPLIES it, #{d['answer']}"
         return f"{event.label} {d['call']} ({sent}): the tracker knows the key, answers #{d['answer']}, changes nothing"
+    if event.kind == "task":
+        sent = f"key {d['key'][:12]}…" if d["key"] else "no key"
+        said = f"{event.label} {d['call']} ({sent})"
+        if d.get("known"):
+            return f"{said}: the service knows the key, answers task {d['task']}, makes nothing"
+        return f"{said}: the service MAKES task {d['task']}, durable before its handle leaves"
     if event.kind == "decision":
         return f"{d['call']} has a marker and no result: the ladder says {event.label.upper()}, {d['why']}"
     if event.kind == "ask":

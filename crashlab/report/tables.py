@@ -104,6 +104,23 @@ def table(rows: Sequence[Row], columns: Columns) -> str:
     return grid(body, heads, "github")
 
 
+#: The loop × profile table's columns (`crashlab sweep --profile`): what an idempotency contract changes.
+PROFILE_COLUMNS: Columns = ("scenarios", "with_dups", "dups", "missing", "wrong", "asks", "calls_plus")
+
+
+def by_profile(rows: Sequence[tuple[str, Row]]) -> str:
+    """The loop × profile table: a line per loop and profile it was swept under, the loop's lines together."""
+    heads = ["variant", "profile", *(HEADS[key] for key in PROFILE_COLUMNS)]
+    return grid([[row.name, profile, *(cell(row, key) for key in PROFILE_COLUMNS)] for profile, row in rows], heads,
+                "github")
+
+
+def profile_records(rows: Sequence[tuple[str, Row]], columns: Columns) -> list[dict[str, Any]]:
+    """The loop × profile rows as data: each row's record (`records`), with the profile it was swept under."""
+    return [{"variant": record["variant"], "name": record["name"], "profile": profile, **record}
+            for (profile, _), record in zip(rows, records([row for _, row in rows], columns), strict=True)]
+
+
 def grid(body: Sequence[Sequence[Any]], headers: Sequence[str] = (), style: str = "plain") -> str:
     """Rows lined up in columns (tabulate, imported only when a table is printed)."""
     from tabulate import tabulate

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from crashlab.durable.store import StoreKind
 from crashlab.errors import BadInput
+from crashlab.profiles import DEFAULT
 from crashlab.protocols.runner import TIME_LIMIT, Runner
 from crashlab.protocols.scenario import Setup
 from crashlab.protocols.variant import RunnerKind
@@ -95,6 +96,9 @@ def check_runs(setup: Setup, spec: RunnerSpec) -> None:
                        "been checked to repeat itself under that fault (under timeout it hung): sweep it under "
                        "crash or interleave")
     if variant.stands_in is not None:
+        if setup.profile != DEFAULT:
+            raise BadInput(f"--profile {setup.profile}: a service of yours keeps its own idempotency contract, which "
+                           "crashlab does not set: sweep it without --profile")
         if faults:
             raise BadInput(f"--fault {faults.members[0].slug}: crashlab breaks only what it runs, and a service of "
                            "yours it does not run: sweep it under the crash alone")
@@ -108,10 +112,6 @@ def check_runs(setup: Setup, spec: RunnerSpec) -> None:
 
             if unable := unusable():
                 raise BadInput(f"--fault {cutting.slug} cuts a loop's run directory on a FUSE layer, and here {unable}")
-            if variant.fs_points:  # the layer counts a cut's states when asked, and at its own point it waits on us
-                raise BadInput(f"--fault {cutting.slug} with --fs-points is not built yet: at a file operation the "
-                               "layer holds it, and cannot count the states a cut there leaves; sweep the cut at the "
-                               "service's points (without --fs-points), or the file operations under the crash alone")
         return
     missing = faults.needs - spec.offers
     if missing:

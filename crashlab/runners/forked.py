@@ -192,7 +192,8 @@ def life_in(directory: Path, setup: Setup, points: Recorder, person: PersonFacto
     variant = setup.variant
     with recording(points), turns(setup, points), \
             Database(directory / TRACKER_FILE) as db:
-        world = open_world(db, setup.job, points, variant.tracker, person, desk=variant.desk, tracker=tracker)
+        world = open_world(db, setup.job, points, variant.tracker, person, desk=variant.desk, tracker=tracker,
+                           profile=setup.profile)
         store = FileStore(directory, points, sync=sync)
         variant.entry(Run(setup.job, world, store, directory, points.process, points))
 
@@ -300,7 +301,7 @@ def ended(setup: Setup, points: Recorder, directory: Path, left: WorldState,
           stuck: str | None) -> tuple[World, FileStore, Checkpoint | None]:
     """What a scenario's last process left: the world as `left` holds it, the run directory's store, and the
     checkpoint it finished with (for a loop that keeps crashlab's, and went on to the end)."""
-    world = World.new(setup.job, points, setup.variant.tracker, desk=setup.variant.desk)
+    world = World.new(setup.job, points, setup.variant.tracker, desk=setup.variant.desk, profile=setup.profile)
     world.restore(left)
     store = FileStore(directory, points, sync="none")
     final = check_finished(points, store) if stuck is None and setup.variant.keeps_checkpoint else None
@@ -522,7 +523,8 @@ def returned(status: int) -> bool:
 def read_world(directory: Path, setup: Setup) -> WorldState:
     """What the world's database in `directory` holds now, read (never written) by the parent."""
     with Database(directory / TRACKER_FILE, readonly=True) as db:
-        return world_in(db, setup.job, Recorder(), setup.variant.tracker, desk=setup.variant.desk).state()
+        return world_in(db, setup.job, Recorder(), setup.variant.tracker, desk=setup.variant.desk,
+                        profile=setup.profile).state()
 
 
 def files_of(directory: Path, setup: Setup, entries: Entries | None = None, by_content: bool = True) -> Kept:

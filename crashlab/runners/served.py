@@ -30,6 +30,7 @@ import tempfile
 import threading
 import traceback
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import suppress
 from dataclasses import dataclass
 from itertools import count
 from pathlib import Path
@@ -149,7 +150,7 @@ def live_served(setup: Setup, points: Recorder, directory: Path, service: Servic
             return _watch(points, child, ours, service.control, dies, landing, stopped, output, ended, fs,
                           cache.states if cache is not None else None)
         finally:
-            child.end()
+            end(child, fs)
             if caught is not None:
                 caught.close()
             ours.close()
@@ -189,7 +190,7 @@ def _watch(points: Recorder, child: Child, loop: socket.socket, service: socket.
             where = Where(*message["where"])
         kind, label = str(message.get("kind", "")), str(message.get("label", ""))
         if kind == "off-script":  # the program asked the model what its job does not say: no scenario to count
-            child.end()
+            end(child, fs)
             raise OffScript(f"{scenario}: the program's conversation left its job's script: "
                             f"{dict(message.get('detail') or {}).get('why', '')}")
         if kind != "point":
@@ -206,7 +207,7 @@ def _watch(points: Recorder, child: Child, loop: socket.socket, service: socket.
                 if held is not None:  # killed where it stands, in the operation, which then fails to nobody
                     child.kill()
                     control.send(held, control.GONE)
-                child.end()  # and only then may the service answer it
+                end(child, fs)  # and only then may the service answer it
                 points.events.append(Event(points.process, "crash", str(crash_point), where, points.passed))
                 points.dead = Crash(str(crash_point), points.passed)
             elif stopped is not None and held is not None:  # it stands in its operation, which the layer holds
@@ -250,6 +251,33 @@ def _watch(points: Recorder, child: Child, loop: socket.socket, service: socket.
                 return _ended({}, points, child, scenario)
         elif loop.fileno() in ready and (ended := from_loop()) is not None:
             return ended
+
+
+def end(child: Child, fs: socket.socket | None = None) -> None:
+    """Kill the process and reap it. With `fs`, the line of the file-system layer under its run directory, every
+    operation the layer tells meanwhile is answered: gone. A process ends only once each of its threads has left the
+    kernel, and a thread in an operation the layer holds leaves it only on the layer's answer, which waits for the
+    harness's word: a program of more than one thread can have one told just as another dies (at the service's
+    point, say), and without that word the harness and the layer waited on each other."""
+    if fs is None or child.status is not None:  # reaped already: none of its threads is left to hold
+        child.end()
+        return
+    ended, ends = socket.socketpair()
+
+    def answer() -> None:
+        with suppress(control.LineBroken, OSError):
+            while fs in select.select([fs, ended], [], [])[0]:
+                control.receive(fs)
+                control.send(fs, control.GONE)
+
+    answering = threading.Thread(target=answer, name="crashlab-layer-gone", daemon=True)
+    answering.start()
+    try:
+        child.end()
+    finally:
+        ends.close()  # which wakes it
+        answering.join()
+        ended.close()
 
 
 def _receive(loop: socket.socket, scenario: str, child: Child) -> dict[str, Any]:
@@ -415,7 +443,7 @@ class Outside:
     def __init__(self, setup: Setup, services: Services, choices: tuple[Choice, ...]):
         self.setup, self.services, self.choices = setup, services, choices
         self.stand: YourService | None = setup.variant.stands_in
-        self.serving = setup.faults.serving()
+        self.serving = setup.faults.serving(setup.profile)
         #: The job whose model the service plays, at /v1, for a program that asks it (a job with calls).
         self.plays = setup.job.source if setup.plays_model else None
         self.service = None if self.stand is not None else \
@@ -533,7 +561,8 @@ class Services:
         self.running[way] = ServiceProcess.start(self.places[way], tracker=tracker, commit=serving.commit,
                                                  steps=serving.steps, wrong_at=serving.wrong_at,
                                                  no_reply=serving.no_reply, late=serving.late, job=plays,
-                                                 model_ids=serving.model_ids)
+                                                 model_ids=serving.model_ids, profile=serving.profile,
+                                                 failed_after=serving.failed_after)
         return self.running[way]
 
     def __enter__(self) -> Services:

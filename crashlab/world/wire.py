@@ -26,6 +26,11 @@ class NoReply(UnknownOutcome):
     """The caller gave up waiting for the reply: the request may have been applied, or may never arrive."""
 
 
+class Failed(UnknownOutcome):
+    """The receiver answered a failure (a 5xx): it may have made the effect before it failed, and what a retry
+    under the same key gets is its profile's to say (`crashlab.profiles.Profile.after_failure`)."""
+
+
 class Wire:
     """The direct path: send is the tracker's request, applied at once."""
 
