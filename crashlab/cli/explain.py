@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import stat
 
 import click
 
@@ -113,8 +114,8 @@ def points(slug: str | None, job_spec: str, commands: tuple[str, ...], effects_f
         elif shares(setup):  # a runtime's own files, or a program's: stopped at each point, its run directory copied
             run = runner.life(setup, None, (), (), watch=True)
             kept = [loops_own(left.state.raw()) for (left,), in run.deaths or () if isinstance(left.state, OnDisk)]
-            rows = stories.point_rows(run, [stories.files_summary((name, len(data)) for name, data in files)
-                                            for files in kept])
+            rows = stories.point_rows(run, [stories.files_summary((name, len(data)) for name, mode, data, _ in entries
+                                                                  if stat.S_ISREG(mode)) for entries in kept])
         else:  # kept where no copy reaches (a runtime's server), or by a loop of yours
             run = runner.scenario(setup, ())
             rows = stories.point_rows(run, [None] * len(run.points.points(1)))

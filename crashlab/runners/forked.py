@@ -34,8 +34,9 @@ import msgspec
 
 from crashlab.durable.checkpoint import Checkpoint
 from crashlab.durable.content import content
-from crashlab.durable.state import Durable, OnDisk
-from crashlab.durable.store import Files, FileStore
+from crashlab.durable.directory import Entries, Entry, put, taken
+from crashlab.durable.state import Durable, Kept, OnDisk
+from crashlab.durable.store import FileStore
 from crashlab.errors import HarnessError
 from crashlab.lifeline import dies_with
 from crashlab.protocols.death import Choice, Left, chosen
@@ -45,7 +46,8 @@ from crashlab.protocols.run import Run
 from crashlab.protocols.runner import TIME_LIMIT
 from crashlab.protocols.scenario import ScenarioRun, Setup, check_death, check_finished
 from crashlab.protocols.variant import RunnerKind
-from crashlab.runners.group import Boundary, Child, Hung, Outlived
+from crashlab.runners.confined import check_inside, confine
+from crashlab.runners.group import Boundary, Child, Hung, Outlived, entered
 from crashlab.runners.group import die as group_die
 from crashlab.runners.group import stop as group_stop
 from crashlab.runners.output import Output, flush
@@ -334,15 +336,16 @@ def shares(setup: Setup) -> bool:
 
 
 def on_disk(directory: Path, setup: Setup, outside: Outside | None = None, raw: bool = True) -> OnDisk:
-    """What a death now would leave: every file of the run directory, in subdirectories too, byte for byte, and
-    their content as a value (`raw`, for a restart from a copy); or, not `raw`, what a re-executed scenario's last
-    death left, its files' bytes as the value (`files_of`); and a served loop's service, row by row."""
-    files = every_file(directory)
-    kept, files = files_of(directory, setup, files, by_content=raw), files if raw else ()
+    """What a death now would leave: every entry of the run directory as the file system holds it
+    (`crashlab.durable.directory`), and their content as a value (`raw`, for a restart from a copy); or, not
+    `raw`, what a re-executed scenario's last death left, its entries as the value (`files_of`); and a served
+    loop's service, row by row."""
+    entries = taken(directory)
+    kept, entries = files_of(directory, setup, entries, by_content=raw), entries if raw else ()
     if outside is None:
-        return OnDisk.taken(kept, read_world(directory, setup), files)
+        return OnDisk.taken(kept, read_world(directory, setup), entries)
     dumped = outside.dump()
-    return OnDisk.taken(kept, served_world(setup, dumped.state()), files, dumped)
+    return OnDisk.taken(kept, served_world(setup, dumped.state()), entries, dumped)
 
 
 def note_found(points: Recorder, directory: Path, setup: Setup) -> None:
@@ -390,6 +393,7 @@ def live(setup: Setup, points: Recorder, directory: Path, env: Mapping[str, str]
         return False
     if ended == "returned" and returned(status):
         return True
+    check_inside(where, ended)
     raise HarnessError(f"{where} failed: {ended}")
 
 
@@ -405,6 +409,8 @@ def _child(setup: Setup, parent: Recorder, directory: Path, env: Mapping[str, st
         if env is not None:  # a service of yours: where it is, and where the loop keeps its files
             os.environ.update({**env, RUN_DIR: str(directory)})
         os.chdir(directory)  # a file the loop names by a relative path is its run's, not one of the user's
+        if setup.variant.on_its_word:  # its word that it keeps all in its run directory: it may write nowhere else
+            confine(directory, entered())
         life_in(directory, setup, points)
         trace.end(points.events, "returned")
     except BaseException as error:
@@ -523,36 +529,35 @@ def read_world(directory: Path, setup: Setup) -> WorldState:
                         profile=setup.profile).state()
 
 
-def files_of(directory: Path, setup: Setup, files: Files | None = None, by_content: bool = True) -> Files:
-    """What the loop keeps in `directory` (whose `files` these are, if read already), as a value: crashlab's
-    checkpoint, or every file a loop of yours (or a runtime) made, in subdirectories too (by its path in
+def files_of(directory: Path, setup: Setup, entries: Entries | None = None, by_content: bool = True) -> Kept:
+    """What the loop keeps in `directory` (whose `entries` these are, if taken already), as a value: crashlab's
+    checkpoint, or every entry a loop of yours (or a runtime) made, in subdirectories too (by its path in
     `directory`), as the Microsoft Agent Framework keeps its checkpoints and Prefect its results.
 
     `by_content`, a database is what a restart reads in it, not its pages (`crashlab.durable.content`): so a
     shared sweep, whose states are copies taken with the process stopped, restarts once for each. Not
-    `by_content`, each file is its bytes: a re-executed sweep's states are what killed processes left, and a
-    runtime's left content varies from run to run where it races (in what the stamps it names do not cover),
-    so a count of them could differ between two sweeps of one job; by bytes, each such state is its own."""
+    `by_content`, each entry is its mode and bytes: a re-executed sweep's states are what killed processes
+    left, and a runtime's left content varies from run to run where it races (in what the stamps it names do
+    not cover), so a count of them could differ between two sweeps of one job; by bytes, each such state is its
+    own. Not by its times, which differ in every run: two sweeps of one job count the same states."""
     if setup.variant.keeps_checkpoint:
         return FileStore(directory, Recorder(), sync="none").files()
-    theirs = loops_own(every_file(directory) if files is None else files)
-    return content(theirs, setup.variant.volatile, setup.variant.minted) if by_content else theirs
+    theirs = loops_own(taken(directory) if entries is None else entries)
+    if by_content:
+        return content(theirs, setup.variant.volatile, setup.variant.minted)
+    return tuple((name, mode, data) for name, mode, data, _ in theirs)
 
 
-def loops_own(files: Iterable[tuple[str, bytes]]) -> Files:
-    """Those of a run directory's `files` that the loop made: not the harness's, not the world's database."""
-    return tuple((name, data) for name, data in files if name not in HARNESS_FILES and name not in WORLD_FILES)
-
-
-def every_file(directory: Path) -> Files:
-    """Every file in `directory` and its subdirectories, by its path there, with its bytes."""
-    return tuple((p.relative_to(directory).as_posix(), p.read_bytes()) for p in sorted(directory.rglob("*"))
-                 if p.is_file())
+def loops_own(entries: Iterable[Entry]) -> Entries:
+    """Those of a run directory's `entries` that are the loop's: all but the world's database, which the state holds
+    as the world (the directory itself, ".", is the loop's as it left it: its mode). A loop's file of any other
+    name is its own, one named as a file of crashlab's own store or of `crashlab run` too: no sweep makes one."""
+    return tuple(e for e in entries if e[0] not in WORLD_FILES)
 
 
 #: A scenario's run directory, and the file-system layer it sits on, if its machine's power is cut at each death
 #: (`cuts`) or its program's file operations are crash points (`tells`), holding `files` (a restart's copy) first.
-Fresh = Callable[[bool, bool, Iterable[tuple[str, bytes]]], "tuple[Path, Layer | None]"]
+Fresh = Callable[[bool, bool, Entries], "tuple[Path, Layer | None]"]
 
 
 @contextmanager
@@ -571,16 +576,13 @@ def directories() -> Iterator[Fresh]:
     made: list[Path] = []
     with ExitStack() as mounted:
 
-        def fresh(cuts: bool = False, tells: bool = False,
-                  files: Iterable[tuple[str, bytes]] = ()) -> tuple[Path, Layer | None]:
+        def fresh(cuts: bool = False, tells: bool = False, files: Entries = ()) -> tuple[Path, Layer | None]:
             mounted.close()
             for old in made:
                 shutil.rmtree(old, ignore_errors=True)
             made[:] = [Path(tempfile.mkdtemp(dir=root))]
             (made[0] / TRACKER_FILE).write_bytes(empty_world())
-            for name, data in files:
-                (made[0] / name).parent.mkdir(parents=True, exist_ok=True)
-                (made[0] / name).write_bytes(data)
+            put(made[0], files)
             if not (cuts or tells):
                 return made[0], None
             from crashlab.durable.fuse import Layer

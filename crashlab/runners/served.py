@@ -46,7 +46,8 @@ from crashlab.protocols.run import Program, Run
 from crashlab.protocols.runner import TIME_LIMIT
 from crashlab.protocols.scenario import Setup
 from crashlab.runners import syncs
-from crashlab.runners.group import Boundary, Child, Hung, Outlived
+from crashlab.runners.confined import check_inside, confine, told
+from crashlab.runners.group import Boundary, Child, Hung, Outlived, entered
 from crashlab.runners.output import Output, flush
 from crashlab.runners.turns import turns
 from crashlab.scratch import remove, scratch
@@ -123,6 +124,8 @@ def live_served(setup: Setup, points: Recorder, directory: Path, service: Servic
             if fs is not None:
                 fs.close()
             output.redirect()
+            if setup.variant.on_its_word:  # its word that it keeps all in its run directory: it may write nowhere else
+                confine(directory, entered())
             if hears is not None and catches is not None:
                 hears.close()
                 syncs.catch(catches)
@@ -393,6 +396,7 @@ def _ended(message: dict[str, Any], points: Recorder, child: Child, scenario: st
     if ended == "returned" and os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0:
         return True
     if ended:
+        check_inside(scenario, str(ended))
         raise LoopFailed(scenario, str(ended))
     raise HarnessError(f"{scenario} failed: wait status {status}")
 
@@ -420,7 +424,7 @@ def _child(setup: Setup, scenario: str, process: int, directory: Path, line: soc
 def ended_by(error: BaseException) -> str:
     """An error as one line, with the innermost line it came from."""
     frame = traceback.extract_tb(error.__traceback__)[-1]
-    return f"{type(error).__name__}: {error} ({Path(frame.filename).name}:{frame.lineno})"
+    return told(error, f"{type(error).__name__}: {error} ({Path(frame.filename).name}:{frame.lineno})")
 
 
 def served_world(setup: Setup, state: Mapping[str, Any]) -> WorldState:
