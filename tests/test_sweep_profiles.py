@@ -310,3 +310,24 @@ def test_only_a_contract_s_refusal_of_the_last_request_makes_a_failed_run_the_co
     assert (told.variant, told.profile, str(told)) == ("keys", "acp", "keys@acp: process 1 failed: ServiceError: 400")
     for events in [(), (made,), (not_found,), (refusal, made), (made, not_found, saved)]:
         assert type(judged(*events)) is LoopFailed
+
+
+def test_before_the_sweep_chooses_a_request_the_service_fails_none():
+    """`--fault all` asks each fault how it serves before its choices are found: then no request fails yet (a
+    `ValueError` traceback ended `make results`'s sweep of the HTTP loop)."""
+    from crashlab.faults.failed_after_effect import FailedAfterEffect
+    from crashlab.protocols.fault import Serving
+
+    assert FailedAfterEffect.configured().serve(Serving()).failed_after == 0
+    assert FailedAfterEffect.configured("2").serve(Serving()).failed_after == 2
+
+
+@pytest.mark.slow
+def test_the_http_loop_is_swept_under_a_failure_after_the_effect(cli):
+    """The service fails each changing request in turn after making it: the plain loop makes C twice where it dies
+    before saving; the keyed one never makes anything twice (the HTTP loop takes a 500 for the end of its run)."""
+    code, out, err = cli("sweep", "--loop", "examples/http_loop.py:plain,keyed", "--effects", "examples/http_loop.yaml",
+                         "--fault", "failed-after-effect", "--depth", "1", "--format", "json")
+    assert code == 0, err
+    rows = {r["variant"]: r for r in json.loads(out)}
+    assert rows["plain"]["dups"] > 0 and rows["keyed"]["dups"] == 0 and rows["keyed"]["scenarios"] > 0

@@ -91,7 +91,7 @@ class FailedAfterEffect(Fault):
 
     def serve(self, serving: Serving) -> Serving:
         """The service commits its K-th changing request, then answers it with a 500."""
-        return replace(serving, failed_after=int(self.value))
+        return replace(serving, failed_after=int(self.value or 0))  # none yet while the sweep finds its choices
 
     def note(self, event: Event) -> str | None:
         if event.kind != "server-error":
