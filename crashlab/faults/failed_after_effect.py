@@ -22,23 +22,18 @@ from crashlab.errors import BadInput
 from crashlab.job import Call
 from crashlab.protocols.fault import Fault, Serving, Swept
 from crashlab.protocols.points import Event
-from crashlab.world import Failed, Parts, Relay, Tracker, Wire
+from crashlab.world import Failed, Nth, Parts, Tracker
 
 if TYPE_CHECKING:
     from crashlab.protocols.scenario import ScenarioRun
 
 
-class FailsAfterEffect(Relay):
+class FailsAfterEffect(Nth):
     """A length of wire in front of the tracker on which the `at`-th changing request of the scenario is made,
     then answered with a failure; a retry under a key that keeps the failure gets it again."""
 
-    def __init__(self, inner: Wire, at: int):
-        super().__init__(inner)
-        self.at = at
-        self.sent = 0  # changing requests sent so far, over every process of the scenario
-
     def send(self, call: Call, args: dict[str, Any], key: str | None) -> int:
-        self.sent += 1
+        nth = self.counted()
         tracker = self.tracker
         assert isinstance(tracker, Tracker), "a failure after the effect is made by a tracker in memory"
         if tracker.replays_failure(key):
@@ -46,19 +41,13 @@ class FailsAfterEffect(Relay):
             raise Failed(f"{call.tool} {call.id}: 500 again, the failure its key keeps")
         made = len(tracker.records)
         answer = self.inner.send(call, args, key)
-        if self.sent != self.at:
+        if not nth:
             return answer
         applied = len(tracker.records) > made
         if applied:
             tracker.failed(key)
         tracker.points.note("server-error", call.tool, call=call.id, key=key, applied=applied, answer=answer)
         raise Failed(f"{call.tool} {call.id}: 500, the tracker failed after handling it")
-
-    def state(self) -> Any:
-        return self.sent
-
-    def restore(self, state: Any) -> None:
-        self.sent = state
 
 
 class FailedAfterEffect(Fault):

@@ -30,11 +30,11 @@ from crashlab.world.tracker import (
     TrackerMode,
     TrackerProtocol,
 )
-from crashlab.world.wire import Failed, NoReply, Relay, TransportError, UnknownOutcome, Wire
+from crashlab.world.wire import Failed, NoReply, Nth, Relay, TransportError, UnknownOutcome, Wire
 
 __all__ = ["CONTRACT_REFUSAL", "DESK_MODES", "KEY_RETENTION", "TRACKER_MODES", "ApprovalDesk", "Clock", "DeskMode",
-           "Failed", "Fenced", "Model", "NoReply", "NoSuchIssue", "Parts", "Person", "Record", "Refused", "Relay",
-           "Tracker", "TrackerMode", "TrackerProtocol", "TransportError", "UnknownOutcome", "Wire", "World",
+           "Failed", "Fenced", "Model", "NoReply", "NoSuchIssue", "Nth", "Parts", "Person", "Record", "Refused",
+           "Relay", "Tracker", "TrackerMode", "TrackerProtocol", "TransportError", "UnknownOutcome", "Wire", "World",
            "WorldState"]
 
 
