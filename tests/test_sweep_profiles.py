@@ -18,7 +18,7 @@ from crashlab.faults.expired_key import DOWNTIMES, downtimes
 from crashlab.job import Call
 from crashlab.loops import DESIGNS, VARIANTS
 from crashlab.loops.keys import key
-from crashlab.profiles import DEFAULT, find, registry
+from crashlab.profiles import DEFAULT, Profile, find, registry
 from crashlab.protocols.points import Recorder
 from crashlab.protocols.scenario import ScenarioError, Setup, parse_scenario_id
 from crashlab.runners import RunnerSpec
@@ -129,17 +129,22 @@ def test_the_agent_s_keys_fit_worldline_s_40_characters_so_its_row_is_the_draft_
     assert counts(row("agent-keyed", "worldline", depth=1)) == counts(row("agent-keyed", DEFAULT, depth=1))
 
 
+def keyed_tracker(where: str, db: Database, contract: Profile) -> Tracker | SqliteTracker:
+    """A keyed tracker under `contract`, in memory or in the database `db`, its process begun."""
+    points = Recorder()
+    points.start_process()
+    return Tracker(points, "keyed", Clock(), contract) if where == "memory" else \
+        SqliteTracker(points, db, "keyed", contract)
+
+
 @pytest.mark.parametrize("where", ["memory", "sqlite"])
 def test_same_key_another_payload_is_refused_by_the_draft_and_answered_from_the_key_by_qonto_and_worldline(where,
                                                                                                          tmp_path):
     other = {"title": "t", "body": "another"}
     for slug in PROFILES:
         contract = find(slug)
-        points = Recorder()
-        points.start_process()
         with Database(tmp_path / f"{slug}.sqlite") as db:
-            tracker = Tracker(points, "keyed", Clock(), contract) if where == "memory" else \
-                SqliteTracker(points, db, "keyed", contract)
+            tracker = keyed_tracker(where, db, contract)
             assert tracker.request(A, A.args, "k") == 1
             if not contract.honours_keys:
                 assert tracker.request(A, other, "k") == 2  # no key is read: applied again
@@ -156,11 +161,8 @@ def test_same_key_another_payload_is_refused_by_the_draft_and_answered_from_the_
 def test_a_missing_or_overlong_key_is_refused_where_the_contract_says_and_nothing_is_made(where, tmp_path):
     for slug in PROFILES:
         contract = find(slug)
-        points = Recorder()
-        points.start_process()
         with Database(tmp_path / f"{slug}.sqlite") as db:
-            tracker = Tracker(points, "keyed", Clock(), contract) if where == "memory" else \
-                SqliteTracker(points, db, "keyed", contract)
+            tracker = keyed_tracker(where, db, contract)
             if contract.key_required:
                 with pytest.raises(Refused, match=r"400: .* requires an idempotency key"):
                     tracker.request(A, A.args)
