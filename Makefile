@@ -28,7 +28,7 @@ $(TESTING): $(BASE)
 	touch $@
 
 $(LINTING): $(EVERYTHING)
-	$(PIP) -e '.[$(TEST_EXTRAS),frameworks,browser,lint]'
+	$(PIP) -e '.[$(TEST_EXTRAS),frameworks,browser,examples,lint]'
 	touch $@
 
 $(DOCS): $(BASE)
@@ -37,8 +37,16 @@ $(DOCS): $(BASE)
 
 $(EVERYTHING): $(TESTING)
 	@echo "installing every agent runtime crashlab sweeps (about 1 GB; a few minutes on a fresh machine)"
-	$(PIP) -e '.[$(TEST_EXTRAS),frameworks,browser]'
+	$(PIP) -e '.[$(TEST_EXTRAS),frameworks,browser,examples]'
 	touch $@
+
+# The TypeScript agent of examples/agents/ and its one package (the openai npm package), from the npm registry into a
+# folder of its own, as its lock file pins it. Without Node here, its test skips, and says so.
+NODE_AGENT := examples/agents/node/node_modules/.installed
+
+$(NODE_AGENT): examples/agents/node/package-lock.json
+	@command -v npm > /dev/null || { echo "no npm here: the Node agent's test skips"; exit 0; } \
+		&& cd examples/agents/node && npm ci --no-audit --no-fund --loglevel=error && touch node_modules/.installed
 
 # CrewAI requires mcp<2 and the mcp extra mcp>=2, so no one environment holds both: CrewAI's tests
 # run in one of their own.
@@ -101,8 +109,8 @@ test: $(TESTING)
 	$(BIN)/pytest -q -n auto -m "not slow"
 
 # The slower suites (real processes killed at every crash point, file-store equivalence, a real
-# terminal, every agent runtime swept): CI runs them after `make test`.
-test-slow: $(EVERYTHING) $(CREWAI)
+# terminal, every agent runtime swept, the agents of examples/agents/ swept from outside): CI runs them after `make test`.
+test-slow: $(EVERYTHING) $(CREWAI) $(NODE_AGENT)
 	$(BIN)/pytest -q -n auto -m slow --durations=15
 	$(CREWAI_VENV)/bin/pytest -q -m slow tests/test_crewai.py
 
@@ -115,7 +123,7 @@ lint: $(LINTING)
 docs: $(DOCS)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
-bench: $(EVERYTHING)
+bench: $(EVERYTHING) $(NODE_AGENT)
 	$(BIN)/python scripts/bench.py --plot docs/speed.png
 
 clean:

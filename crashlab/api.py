@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import pickle
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from crashlab.engine.parallel import MAX_WORKERS
@@ -30,6 +30,8 @@ from crashlab.engine.sweep import sweep as sweep_setup
 from crashlab.engine.tree import Row, VariantSweep
 from crashlab.errors import BadInput
 from crashlab.loops import yours
+from crashlab.profiles import DEFAULT
+from crashlab.profiles import find as find_profile
 from crashlab.protocols.outcome import COUNT_KEYS
 from crashlab.protocols.points import named
 from crashlab.protocols.run import Entry, Run
@@ -130,7 +132,7 @@ class Swept:
 
 def sweep(entry: Entry, effects: Effects, *, name: str = "loop", tracker: TrackerMode = "keyed",
           depth: int = 2, repeat: int = 1, baselines: int = 2, workers: int = 1,
-          service: YourService | None = None, state_in_run_dir: bool = False) -> Swept:
+          service: YourService | None = None, state_in_run_dir: bool = False, profile: str = DEFAULT) -> Swept:
     """Kill `entry` at every crash point it reaches (and its restarts, up to `depth`), and count each effect.
 
     `effects` are what the loop means to do, each once: by what each is (``{"A": {"issue": TITLE},
@@ -145,10 +147,13 @@ def sweep(entry: Entry, effects: Effects, *, name: str = "loop", tracker: Tracke
     crash points. With `state_in_run_dir`, your word that the loop keeps all it keeps in ``run.directory``,
     each restart starts from a copy of what its death left there, and equal states restart once; the sweep
     first checks your word at three crash points, and refuses the loop if a restart from a copy does
-    otherwise than the restart after the death (`crashlab.engine.copies`).
+    otherwise than the restart after the death (`crashlab.engine.copies`). With `profile`, the tracker keeps
+    that provider's idempotency contract (`crashlab.profiles`: ``"qonto"``, ``"acp"``, ...) instead of the
+    default's, and the scenarios' IDs name it (``NAME@qonto:3``).
     """
     counted(depth=depth, repeat=repeat, baselines=baselines, workers=workers)
     setup = loop(entry, effects, name=name, tracker=tracker, service=service, state_in_run_dir=state_in_run_dir)
+    setup = replace(setup, profile=find_profile(profile).slug)
     if workers > 1:
         sendable(setup)
     return Swept(sweep_setup(setup, RunnerSpec("forked"), depth=depth, share=state_in_run_dir and repeat == 1,

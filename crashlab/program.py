@@ -11,6 +11,7 @@ a real SIGKILL) or pause at each (`--pace`) so that someone can kill it by hand 
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import sqlite3
@@ -69,7 +70,8 @@ def locked(directory: Path) -> Iterator[None]:
     The lock is the directory's, not a file's in it: a lock file deleted from under a run would let
     the next run lock a new file of the same name and act beside it, but a directory holding files
     cannot be deleted. `flock` belongs to the open file, so the kernel releases it however the
-    holder dies: a killed run never leaves a stale lock behind. DIR/lock only names the holder's pid.
+    holder dies: a killed run never leaves a stale lock behind. DIR/lock only names the holder's pid,
+    written by the holder once it is sure to run (`write_pid`): a refused run leaves nothing behind.
     """
     try:
         fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
@@ -82,7 +84,6 @@ def locked(directory: Path) -> Iterator[None]:
             raise RunError(f"{directory} is in use by another crashlab run (pid {holder(directory)}); wait for it "
                            "to end") from None
         RunDir(directory).check_entries()
-        write_pid(directory / LOCK_FILE)
         yield
     finally:
         os.close(fd)
@@ -296,8 +297,8 @@ def held(record: Record) -> str:
     return f"{record.kind} #{record.number} ({record.call})"
 
 
-def make(directory: Path) -> None:
-    """Make the run directory if it is absent; its parent must exist.
+def make(directory: Path) -> bool:
+    """Make the run directory if it is absent, and say whether it did; its parent must exist.
 
     Its name is synced into its parent before anything is saved in it (a run killed before that sync
     left it unsynced, so every run syncs it): else a power cut can take the whole directory back,
@@ -306,12 +307,14 @@ def make(directory: Path) -> None:
     if not directory.parent.is_dir():
         raise RunError(f"cannot make run directory {directory}: {directory.parent} does not exist")
     try:
+        made = not directory.exists()
         directory.mkdir(exist_ok=True)
         sync_directory(directory.parent)
     except (FileExistsError, NotADirectoryError):
         raise RunError(f"{directory} exists and is not a directory") from None
     except OSError as error:
         raise RunError(f"cannot make run directory {directory}: {error.strerror}") from None
+    return made
 
 
 def run(job: Job, directory: Path, tracker_mode: TrackerMode | None = None, person: PersonFactory = SqlitePerson,
@@ -325,11 +328,21 @@ def run(job: Job, directory: Path, tracker_mode: TrackerMode | None = None, pers
     `crashlab serve`'s URL, with `token`, the one its controls need), the tracker is that service,
     whose mode the run's must be; the directory keeps the checkpoint, the person's and the model's counts.
     """
-    make(directory)
+    if job.own_tools:
+        raise RunError(f"{job.source}: it calls {job.own_tools[0]!r}, a tool of a program's own: the agent's loop runs "
+                       "crashlab's tools only (sweep your program with --command instead)")
+    made = make(directory)
     files = RunDir(directory, service, token)
     say = echo or (lambda line: None)
     with locked(directory):
-        checkpoint, mode, records = resumable(files, job, tracker_mode)
+        try:
+            checkpoint, mode, records = resumable(files, job, tracker_mode)
+        except BaseException:
+            if made:  # refused before a byte was written: the directory goes as it came
+                with contextlib.suppress(OSError):
+                    directory.rmdir()
+            raise
+        write_pid(directory / LOCK_FILE)
         passed = 0
         if checkpoint is not None and checkpoint.finished:
             finished = Finished(checkpoint, records, already=True)

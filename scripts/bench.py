@@ -18,6 +18,11 @@ this machine: wall time (median of N) and peak memory of a `crashlab` process. I
 - the LangGraph agent, the DBOS workflow and a hand-built LangGraph graph with an approval interrupt (a loop
   of yours, `examples/langgraph_approval.py`, swept `--state-in-run-dir`), killed for real on two workers,
   shared beside `--no-share`;
+- the agents of examples/agents/, unmodified programs on the official SDKs, swept from outside (`--command`,
+  `--job triage`) at depth 2 (CI sweeps them at depth 1), shared beside `--no-share`, and what one process start
+  of each costs (the interpreter and its SDK's import, or Node and the openai package's);
+- the MCP loop with tasks (`examples/mcp_tasks_loop.py`: plain, handle-saving and keyed), killed for real at
+  depth 2 (CI sweeps it at depth 1);
 - every installed agent runtime's table at depths 1 and 2 (`crashlab frameworks`), which CI sweeps at
   depth 1 only: it takes hours, most of them Temporal's, whose restarts wait on its timeouts.
 
@@ -188,6 +193,57 @@ def race(repeat: int) -> None:
               f"crashlab's dependencies imported {medians['dependencies']:.3f} s")
 
 
+#: The agents of examples/agents/ (each a plain and a keyed row), and what one process of each imports as it starts.
+AGENTS = Path(__file__).resolve().parents[1] / "examples" / "agents"
+NODE_OPENAI = "node_modules/openai/index.mjs"
+EXAMPLES = {
+    "openai (Python)": ([sys.executable, str(AGENTS / "openai_loop.py")], [sys.executable, "-c", "import openai"]),
+    "LangGraph ReAct": ([sys.executable, str(AGENTS / "langgraph_react.py")], [sys.executable, "-c", (
+        "import langchain_openai, langgraph.prebuilt, langgraph.checkpoint.sqlite")]),
+    "OpenAI Agents SDK": ([sys.executable, str(AGENTS / "openai_agents_sdk.py")], [sys.executable, "-c",
+                                                                                   "import agents"]),
+    "openai (Node)": (["node", str(AGENTS / "node" / "agent.mjs")], [
+        "node", "--input-type=module", "-e", f"await import({json.dumps(str(AGENTS / 'node' / NODE_OPENAI))})"]),
+}
+
+
+def examples(depth: str, repeat: int) -> None:
+    """The agents of examples/agents/, swept from outside on two workers, shared (`--state-in-run-dir`) beside
+    `--no-share`; then one process start of each language, bare and with its SDK imported (medians of interleaved
+    runs)."""
+    print(f"\n## the agents of examples/agents/ swept from outside (--command, --job triage), depth {depth}, "
+          "--workers 2, shared (--state-in-run-dir) against --no-share (needs crashlab[examples] and make's npm ci)")
+    for name, (command, _) in EXAMPLES.items():
+        line = " ".join(command)
+        sweep_ = ("--command", f"plain={line}", "--command", f"keyed={line} --keyed", "--job", "triage",
+                  "--depth", depth, "--workers", "2")
+        seconds, peak, rows = sweep_rows(*sweep_, "--state-in-run-dir", repeat=1)
+        again, again_peak, replayed = sweep_rows(*sweep_, "--no-share", repeat=1)
+        states = ("distinct", "windows")
+        assert [{k: v for k, v in row.items() if k not in states} for row in rows] == \
+            [{k: v for k, v in row.items() if k not in states} for row in replayed], "sharing changed a count"
+        cells = ", ".join(f"{row['variant']} {row['with_dups']}/{row['dups']}/{row['missing']} calls+ "
+                          f"{row['calls_plus']}" for row in rows)
+        print(f"{name}: {sum(row['scenarios'] for row in rows):,} scenarios; shared {seconds:.1f} s, peak {peak} MiB; "
+              f"--no-share {again:.1f} s ({processes(rows):,} processes), peak {again_peak} MiB: "
+              f"{seconds / again:.3f} of the time; with dups/dups/missing: {cells}")
+    starts = {"python": [sys.executable, "-c", "pass"], "node": ["node", "-e", ""],
+              **{f"{name}, its SDK imported": imports for name, (_, imports) in EXAMPLES.items()}}
+    medians = interleaved(starts, max(repeat, 5))
+    print("one process start: " + "; ".join(f"{name} {1000 * seconds:.0f} ms" for name, seconds in medians.items()))
+
+
+def mcp_tasks() -> None:
+    """The MCP loop with tasks, its three rows at depth 2: a plain loop duplicates, a handle-saving one only where the
+    task was made and its handle not yet received, a keyed one nowhere."""
+    loop = ("--loop", "examples/mcp_tasks_loop.py:plain,handle,keyed", "--effects", "examples/http_loop.yaml")
+    seconds, peak, rows = sweep_rows(*loop, "--depth", "2", repeat=1)
+    cells = ", ".join(f"{row['variant']} {row['with_dups']}/{row['dups']}/{row['missing']}" for row in rows)
+    print(f"\n## the MCP loop with tasks (examples/mcp_tasks_loop.py), depth 2, needs crashlab[mcp]\n"
+          f"{sum(row['scenarios'] for row in rows):,} scenarios in {seconds:.1f} s, peak {peak} MiB; "
+          f"with dups/dups/missing: {cells}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
@@ -268,6 +324,9 @@ def main() -> None:
         print(f"{loop[1]}: {n:,} scenarios; shared {seconds:.1f} s ({distinct[0]:,} distinct states), peak {peak} MiB; "
               f"--no-share {again:.1f} s ({distinct[1]:,}), peak {again_peak} MiB: {seconds / again:.3f} of the time; "
               f"with dups/dups/missing: {cells}")
+
+    examples(depth, r)
+    mcp_tasks()
 
     if not args.quick:
         print("\n## every installed agent runtime killed for real at depths 1 and 2 (crashlab frameworks --workers 2)")

@@ -239,7 +239,8 @@ def test_crashlab_help_imports_no_command_module_and_a_book_sweep_no_fault_runne
     assert {"crashlab.cli.sweep", "crashlab.engine.tree", "crashlab.runners.inprocess"} <= book
     unused = {m for m in book if m.startswith(("crashlab.faults.", "crashlab.runners.forked", "crashlab.runners.served",
                                                "crashlab.service.", "crashlab.program", "crashlab.cli.explain"))}
-    assert unused <= {"crashlab.faults.interleave", "crashlab.service.yours"}  # an option's bounds; a loop's test
+    # an option's bounds (and the search its fault runs); a loop's test
+    assert unused <= {"crashlab.faults.interleave", "crashlab.faults.orders", "crashlab.service.yours"}
 
 
 def test_a_sweep_that_names_a_fault_setting_finds_the_faults_and_one_that_names_none_runs_without_them(cli):

@@ -76,7 +76,7 @@ def test_sweep_fault_wrong_answer_prints_the_rows_and_refuses_what_it_cannot_do(
     code, out, err = cli("sweep", "--fault", "wrong-answer", "--kill")
     assert (code, out) == (2, "") and "--fault wrong-answer needs world-in-memory, which the forked runner" in err
     code, out, err = cli("sweep", "--fault", "power-switch")
-    assert code == 2 and "'power-switch' is not one of 'crash', 'drifting-model', 'expired-key', 'interleave', 'late-delivery'" in err
+    assert code == 2 and "'power-switch' is not one of 'crash', 'drifting-model', 'expired-key', 'failed-after-effect', 'interleave', 'late-delivery'" in err
     code, out, err = cli("sweep", "--fault", "wrong-answer", "--variant", "markers", "--list", "missing")
     first = out.splitlines()[0].split()
     assert code == 0 and first[0].startswith("markers+wrong-answer=") and question(first[0]) in (1, 2)
@@ -97,8 +97,8 @@ def test_faults_that_make_no_scenario_are_said_not_shown_as_a_table_of_zeros(cli
 @pytest.mark.parametrize(("args", "said"), [
     (("--interleavings", "2"), "--interleavings bounds the schedules of --fault interleave: it needs --fault interleave"),
     (("--interleavings", "2", "--fault", "all"), "--fault all sweeps every fault at each of its settings"),
-    (("--interleavings", "0", "--fault", "interleave"), "Invalid value for '--interleavings': 0 is not in the range"),
-    (("--interleavings", "many", "--fault", "interleave"), "'many' is not a valid integer"),
+    (("--interleavings", "0", "--fault", "interleave"), "Invalid value for '--interleavings': '0' is not all or a number"),
+    (("--interleavings", "many", "--fault", "interleave"), "'many' is not all or a number of schedules from 1 to 10,000"),
 ])
 def test_interleavings_is_refused_without_the_fault_it_bounds_or_out_of_range(cli, args, said):
     code, out, err = cli("sweep", *args)

@@ -25,7 +25,7 @@ from crashlab.durable.checkpoint import Checkpoint, TurnRecord
 from crashlab.durable.store import MAX_CHECKPOINT_BYTES, FileStore
 from crashlab.job import Call
 from crashlab.job.reader import MAX_CALLS, TEXT_LIMITS
-from crashlab.program import locked
+from crashlab.program import locked, write_pid
 from crashlab.protocols.points import Recorder
 
 from .conftest import ROOT, SCENARIOS
@@ -197,10 +197,22 @@ def test_deleting_the_lock_file_does_not_let_a_second_run_act(cli, tmp_path):
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     with locked(run_dir):
+        write_pid(run_dir / "lock")
         (run_dir / "lock").unlink()
         code, out, err = cli("run", TRIAGE, "--dir", str(run_dir), "--person", "auto")
     assert_refused(code, out, err, f"{run_dir} is in use by another crashlab run (pid ?)")
     assert not (run_dir / "checkpoint.json").exists()
+
+
+def test_a_run_refused_before_it_starts_leaves_no_lock_and_no_directory_it_made(cli, tmp_path):
+    """A service that does not answer: the new directory goes again, an existing one gains no lock file."""
+    for run_dir, existed in ((tmp_path / "new", False), (tmp_path / "old", True)):
+        if existed:
+            run_dir.mkdir()
+        code, out, err = cli("run", TRIAGE, "--dir", str(run_dir), "--person", "auto",
+                             "--service", "http://127.0.0.1:1")
+        assert (code, out) == (2, "") and "did not answer" in err
+        assert run_dir.exists() == existed and (not existed or list(run_dir.iterdir()) == [])
 
 
 # -- 5. the shows write nothing -----------------------------------------------------------------

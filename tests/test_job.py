@@ -8,7 +8,7 @@ import yaml
 
 from crashlab.job import JobError, find_job, load_job, parse_job, shipped_jobs
 from crashlab.job.reader import ID_GRAMMAR, TEXT_LIMITS
-from crashlab.job.schema import conforms
+from crashlab.job.schema import job_schema
 
 from .conftest import SCENARIOS
 
@@ -39,8 +39,10 @@ GOOD_CALL = "{id: A, tool: create_issue, args: {title: t, body: b}}"
 @pytest.mark.parametrize(
     ("text", "place", "problem"),
     [
-        ("name: x\nturns:\n  - calls: [{id: A, tool: delete_repo, args: {}}]\n  - answer: a\n",
-         "turn 1 call 1", "unknown tool 'delete_repo' (valid: create_issue, comment, search)"),
+        ("name: x\nturns:\n  - calls: [{id: A, tool: delete repo, args: {}}]\n  - answer: a\n",
+         "turn 1 call 1", "tool 'delete repo' is none of crashlab's (create_issue, comment, search) nor a tool's name"),
+        ("name: x\nturns:\n  - calls: [{id: A, tool: send_email, args: {at: 2024-01-01}}]\n  - answer: a\n",
+         "turn 1 call 1", "args.at must be JSON: a string, number, boolean, null, list or mapping (got a date)"),
         ("name: x\nturns:\n  - calls: [{id: C, tool: comment, args: {issue: $Z, body: b}}]\n  - answer: a\n",
          "turn 1 call 1", "issue '$Z' must be an integer or \"$ID\" of an earlier create_issue call"),
         (f"name: x\nturns:\n  - calls: [{GOOD_CALL}]\n  - calls: [{GOOD_CALL}]\n  - answer: a\n",
@@ -113,9 +115,20 @@ SCHEMA_REFUSES = [
     {"name": "x", "turns": [{"calls": [{"id": "A", "tool": "search", "args": {"query": "q" * 257}}]}]},
     {"name": "x", "turns": [{"calls": [{"id": "A", "tool": "comment", "args": {"issue": 0, "body": "b"}}]}]},
     {"name": "x", "turns": [{"calls": [{"id": "A", "tool": "comment", "args": {"issue": True, "body": "b"}}]}]},
-    {"name": "x", "turns": [{"calls": [{"id": "A", "tool": "delete", "args": {}}]}]},
+    {"name": "x", "turns": [{"calls": [{"id": "A", "tool": "delete repo", "args": {}}]}]},
+    {"name": "x", "turns": [{"calls": [{"id": "A", "tool": "send_email", "args": {"to": "x"},
+                                        "needs_approval": False}]}]},
+    {"name": "x", "turns": [{"calls": [{"id": "A", "tool": "create_issue", "args": {"title": "t", "body": "b",
+                                                                                "labels": []}}]}]},
     {"name": "x", "turns": [{"calls": [{"id": "A", "tool": "search", "args": {"query": "q"}, "retries": 3}]}]},
 ]
+
+
+def conforms(data) -> bool:
+    """Whether `data` fits the job file's JSON Schema, as an editor checks it."""
+    import jsonschema
+
+    return jsonschema.Draft202012Validator(job_schema()).is_valid(data)
 
 
 def test_the_schema_holds_every_shipped_job_and_refuses_what_the_reader_refuses_by_type_or_size():
@@ -126,6 +139,26 @@ def test_the_schema_holds_every_shipped_job_and_refuses_what_the_reader_refuses_
         assert not conforms(data), data
         with pytest.raises(JobError):
             parse_job(data)
+
+
+OWN = ("name: mail\nturns:\n  - calls: [{id: M, tool: send_email, args: {to: [a@b.c], urgent: true, "
+       "meta: {n: 1.5, x: null}}}]\n  - answer: sent\n")
+
+
+def test_a_call_may_be_any_tool_a_program_has_with_any_json_arguments(tmp_path):
+    """A program's tools are its own: a job plays them to it as the model's reply, whatever their names."""
+    job = load_job(write(tmp_path, OWN))
+    (call,) = job.calls
+    assert (call.tool, call.args) == ("send_email", {"to": ["a@b.c"], "urgent": True, "meta": {"n": 1.5, "x": None}})
+    assert job.own_tools == ("send_email",) and not call.changes and call.ref is None
+    assert conforms(yaml.safe_load(OWN))
+
+
+def test_crashlabs_own_loops_refuse_a_job_of_a_programs_tools_in_one_line(cli, tmp_path):
+    path = write(tmp_path, OWN)
+    code, out, err = cli("sweep", "--job", str(path), "--depth", "1")
+    assert (code, out) == (2, "") and err.count("\n") == 1
+    assert f"{path}: it calls 'send_email', a tool of a program's own, which only a program (--command) runs: " in err
 
 
 def test_crashlab_schema_prints_the_json_schema(cli):

@@ -145,12 +145,14 @@ def test_a_real_death_brings_its_own_files(triage):
 
 def test_what_a_runtime_keeps_in_a_subdirectory_is_part_of_its_state(triage, tmp_path):
     """The Microsoft Agent Framework keeps its checkpoints in checkpoints/, Prefect its results in prefect/: two
-    states that differ only there are two states. The harness's own files are not the loop's."""
+    states that differ only there are two states. The world's database is the world's, not the loop's."""
     setup = Setup(VARIANTS["msagent-plain"], triage)
     (tmp_path / "checkpoints").mkdir()
     (tmp_path / "checkpoints" / "superstep-1.json").write_text("{}")
-    (tmp_path / "lock").write_text("")
-    assert kill.files_of(tmp_path, setup) == (("checkpoints/superstep-1.json", b"{}"),)
+    (tmp_path / "tracker.sqlite").write_text("")
+    kept = kill.files_of(tmp_path, setup)
+    assert [(name, data) for name, _, data in kept] == [(".", b""), ("checkpoints", b""),
+                                                        ("checkpoints/superstep-1.json", b"{}")]
 
 
 def test_a_killed_sweep_restarts_each_state_once_from_a_copy_and_is_the_replayed_one(triage, monkeypatch):

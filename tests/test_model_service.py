@@ -448,3 +448,25 @@ def test_crashlab_serve_spells_the_model_ids_as_the_service_takes_them():
     from crashlab.service.script import MODEL_IDS as TAKEN
 
     assert MODEL_IDS == TAKEN
+
+
+OWN_JOB = """name: mail
+turns:
+  - calls: [{id: M, tool: send_email, args: {to: [ops@example.com], urgent: true, meta: {tries: 2, note: null}}}]
+  - answer: sent
+"""
+
+
+@pytest.mark.slow
+def test_a_tool_of_the_programs_own_is_played_with_its_json_arguments_on_every_wire(tmp_path):
+    """A job's call may be any tool a program declares, its arguments any JSON: the model calls it as the job says."""
+    (tmp_path / "mail.yaml").write_text(OWN_JOB)
+    with ServiceProcess.start(tmp_path, control=False, job=str(tmp_path / "mail.yaml")) as service:
+        for api, make in PROGRAMS.items():
+            service.reset()
+            program = make(service.url, False, tools={"send_email": {"type": "object"}})
+            first = program.ask()
+            assert first.said == [("send_email", {"to": ["ops@example.com"], "urgent": True,
+                                                  "meta": {"tries": 2, "note": None}})], api
+            program.heard(first, [{"sent": True}])
+            assert program.ask().answer == "sent", api

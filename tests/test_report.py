@@ -5,13 +5,18 @@ import json
 import re
 import shutil
 import xml.etree.ElementTree as ET
+from html import escape
+from html.parser import HTMLParser
 from pathlib import Path
 
 import jsonschema
 import pytest
 import yaml
 
+from crashlab.report.frameworks import SHOWN
+from crashlab.report.matrix import OUTCOMES
 from crashlab.report.receipts import KINDS, receipt_schema
+from crashlab.report.sections import KIND
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -141,6 +146,126 @@ def test_the_report_is_one_file_with_every_window_and_the_provenance_and_no_addr
     assert "default-src 'none'" in html
 
 
+class Tables(HTMLParser):
+    """Every table of a page: its class, and its rows as the text of their cells (`th` and `td` alike), with the
+    attributes of each cell's row and of the cell; what a reader sees, whatever script the page holds."""
+
+    def __init__(self, html: str):
+        super().__init__()
+        self.found: list[dict] = []
+        self.cell: list[str] | None = None
+        self.feed(html)
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "table":
+            self.found.append({"class": dict(attrs).get("class"), "rows": [], "row_attrs": [], "cell_attrs": []})
+        elif tag == "tr" and self.found:
+            self.found[-1]["rows"].append([])
+            self.found[-1]["row_attrs"].append(dict(attrs))
+            self.found[-1]["cell_attrs"].append([])
+        elif tag in ("th", "td") and self.found:
+            self.cell = []
+            self.found[-1]["cell_attrs"][-1].append(dict(attrs))
+
+    def handle_data(self, data):
+        if self.cell is not None:
+            self.cell.append(data)
+
+    def handle_endtag(self, tag):
+        if tag in ("th", "td") and self.cell is not None:
+            self.found[-1]["rows"][-1].append("".join(self.cell))
+            self.cell = None
+
+    def of(self, kind: str) -> list[dict]:
+        return [table for table in self.found if table["class"] == kind]
+
+
+def worst(cell: dict) -> str:
+    """A matrix cell as tables.md's grid writes it: the outcome, and its count unless clean or no scenario."""
+    return cell["outcome"] if cell["outcome"] in ("clean", "no scenario") else f"{cell['outcome']} {cell['count']:,}"
+
+
+def test_the_report_of_results_draws_the_fault_matrix_and_each_runtimes_promise_found_beside_it(cli, tmp_path):
+    page = tmp_path / "page.html"
+    code, _, err = cli("report", "results", "--out", str(page))
+    assert code == 0 and "the fault matrix of results/faults, 8 runtimes of results/frameworks" in err
+    html = page.read_text()
+    tables = Tables(html)
+    book, *runtimes_own = tables.of("matrix")
+    for table, where in zip([book, *runtimes_own], ["faults", "frameworks/dbos", "frameworks/langgraph"], strict=True):
+        matrix = json.loads((ROOT / "results" / where / "matrix.json").read_text())
+        assert table["rows"] == [["variant", *matrix["columns"]],
+                                 *([row["name"], *(worst(row[c]) for c in matrix["columns"])] for row in matrix["rows"])]
+        assert [a["data-variant"] for a in table["row_attrs"][1:]] == [row["variant"] for row in matrix["rows"]]
+        outcomes = [[a["data-outcome"] for a in cells[1:]] for cells in table["cell_attrs"][1:]]
+        assert outcomes == [[KIND[row[c]["outcome"]] for c in matrix["columns"]] for row in matrix["rows"]]
+    assert "swept by <code>crashlab sweep --fault all --out results/faults</code>" in html
+    assert {a["data-outcome"] for cells in book["cell_attrs"][1:] for a in cells[1:]} == set(KIND.values())
+    [table] = tables.of("runtimes")
+    said = json.loads((ROOT / "results" / "frameworks" / "frameworks.json").read_text())
+    heads = [row[0] for row in table["rows"] if len(row) == 1]
+    assert heads == [f"{r['title']} {r['version']}: {r['guarantee']} {r['source']}" for r in said]
+    for r in said:  # each promise quoted whole, in its own words
+        assert f"<q>{escape(r['guarantee'])}</q> <cite>{escape(r['source'])}</cite>" in html
+    counted = [row for row in table["rows"][1:] if len(row) > 1]
+    assert counted == [[row["variant"], row["setting"], depth, *(f"{counts[k]:,}" for k in SHOWN)]
+                       for r in said for row in r["rows"] for depth, counts in row["depths"].items()]
+    assert "Not swept" not in html
+
+
+def test_a_report_of_a_sweep_with_no_matrix_or_runtimes_beside_it_says_they_were_not_swept(cli, book, tmp_path):
+    page = tmp_path / "page.html"
+    code, _, err = cli("report", str(book), "--out", str(page))
+    assert code == 0 and "no fault matrix, no runtimes' table" in err
+    html = page.read_text()
+    assert f"Not swept: {book} holds no faults/matrix.json. <code>crashlab sweep --fault all --out {book}/faults" in html
+    assert f"Not swept: {book} holds no frameworks/frameworks.json. <code>crashlab frameworks --out {book}/frameworks" \
+        in html
+    assert not Tables(html).of("matrix") and not Tables(html).of("runtimes")
+    # named, they are drawn whatever directory they are in: the HTTP loop's matrix beside any sweep
+    code, _, err = cli("report", str(book), "--out", str(page), "--faults", "results/examples")
+    assert code == 0 and "the fault matrix of results/examples, no runtimes' table" in err
+    [table] = Tables(page.read_text()).of("matrix")
+    assert table["rows"][0][1:] == json.loads((ROOT / "results/examples/matrix.json").read_text())["columns"]
+    assert set(KIND) == {outcome for outcome, _ in OUTCOMES}  # every outcome a matrix writes has its colour
+
+
+MATRIX = json.dumps({"columns": ["crash"], "rows": [{"variant": "keys", "name": "+ keys",
+                                                     "crash": {"outcome": "clean", "count": 0}}]})
+
+
+@pytest.mark.parametrize(("option", "file", "text", "said"), [
+    ("--faults", "matrix.json", MATRIX[:-1], "matrix.json: cannot read it: Expecting"),
+    ("--faults", "matrix.json", "[]", "is not a fault matrix: Expected `object`, got `array`"),
+    ("--faults", "matrix.json", MATRIX.replace('"clean"', '"boom"'), "Invalid enum value 'boom'"),
+    ("--faults", "matrix.json", MATRIX.replace('"count": 0', '"count": true'), "Expected `int`, got `bool`"),
+    ("--faults", "matrix.json", MATRIX.replace('"columns": ["crash"]', '"columns": ["crash", "timeout"]'),
+     "is not a fault matrix: keys has no cell for timeout"),
+    ("--faults", "matrix.json", MATRIX.replace('"variant": "keys", ', ""), "a row's variant must be text"),
+    ("--faults", "matrix.json", b"\xff", "matrix.json: cannot read it: 'utf-8' codec"),
+    ("--faults", "faults.json", "[]", "has no matrix.json: crashlab sweep --fault all --out"),
+    ("--frameworks", "frameworks.json", '{"runtime": "dbos"}', "is not a runtimes' table: Expected `array`"),
+    ("--frameworks", "frameworks.json", '[{"runtime": "dbos"}]', "Object missing required field `title`"),
+    ("--frameworks", "frameworks.json", "", "frameworks.json: cannot read it: Expecting value"),
+    ("--frameworks", "frameworks.txt", "", "has no frameworks.json: crashlab frameworks --out"),
+])
+def test_a_matrix_or_runtimes_table_that_cannot_be_read_exactly_is_refused_in_one_line(cli, tmp_path, option, file,
+                                                                                    text, said):
+    (tmp_path / file).write_bytes(text if isinstance(text, bytes) else text.encode())
+    code, out, err = cli("report", "results", "--out", str(tmp_path / "page.html"), option, str(tmp_path))
+    assert code == 2 and out == "" and said in err and err.count("\n") == 1, err
+    assert not (tmp_path / "page.html").exists()
+
+
+def test_a_broken_matrix_beside_the_results_is_refused_too_not_taken_for_none(cli, book, tmp_path):
+    partial = tmp_path / "r"
+    shutil.copytree(book, partial)
+    (partial / "faults").mkdir()
+    (partial / "faults" / "matrix.json").write_text('{"columns": 3}')
+    code, _, err = cli("report", str(partial))
+    assert code == 2 and f"{partial}/faults/matrix.json is not a fault matrix" in err and err.count("\n") == 1
+
+
 def test_a_report_of_no_results_is_refused_in_one_line(cli, book, tmp_path):
     code, _, err = cli("report", str(tmp_path / "nowhere"))
     assert code == 2 and "is not a directory of results" in err and err.count("\n") == 1
@@ -173,7 +298,10 @@ def test_the_report_of_the_http_loop_opens_in_chromium_tells_a_clicked_windows_s
     code, _, err = cli("sweep", "--loop", "examples/http_loop.py:plain,keyed", "--effects", "examples/http_loop.yaml",
                        "--depth", "2", "--out", str(out))
     assert code == 0, err
-    assert cli("report", str(out))[0] == 0
+    # the committed matrix of the same loop, and the runtimes' table, named from where make results wrote them
+    assert cli("report", str(out), "--faults", "results/examples", "--frameworks", "results/frameworks")[0] == 0
+    matrix = json.loads((ROOT / "results" / "examples" / "matrix.json").read_text())
+    promised = json.loads((ROOT / "results" / "frameworks" / "frameworks.json").read_text())
     fetched: list[str] = []
     with playwright.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
@@ -183,7 +311,47 @@ def test_the_report_of_the_http_loop_opens_in_chromium_tells_a_clicked_windows_s
         first = receipts(out)[0]
         page.click('[data-window="0"]')
         story = page.inner_text("#story")
+        cells = page.eval_on_selector_all("#matrix table tr", "rows => rows.map(r => [...r.cells].map(c => c.innerText))")
+        quoted = page.eval_on_selector_all("#runtimes q", "qs => qs.map(q => q.innerText)")
+        page.select_option("#fault", "timeout")  # a fault the sweep did not sweep: its column outlined, the rest dimmed
+        chosen = page.eval_on_selector_all("#matrix th.chosen", "ths => ths.map(th => th.innerText)")
+        dimmed = page.eval_on_selector_all("#matrix td.other", "tds => new Set(tds.map(td => td.dataset.fault)).size")
+        unswept = page.inner_text("#unswept")
+        page.select_option("#fault", "")
+        page.select_option("#variant", "keyed")
+        shown = page.eval_on_selector_all("#matrix tr[data-variant]", "rows => rows.filter(r => !r.hidden).map("
+                                                                     "r => r.dataset.variant)")
+        runtimes = page.eval_on_selector_all("#runtimes tbody[data-runtime]", "bodies => bodies.filter(b => !b.hidden).length")
         browser.close()
     assert first["harm"] in story and first["replay"] in story
     assert f"the story of {first['scenarios'][0]['id']}" in story
+    assert cells == [["variant", *matrix["columns"]],
+                     *([row["name"], *(worst(row[c]) for c in matrix["columns"])] for row in matrix["rows"])]
+    assert quoted == [r["guarantee"] for r in promised]
+    assert chosen == ["timeout"] and dimmed == len(matrix["columns"]) - 1
+    assert unswept.startswith("No timeline of any variant under timeout") and "outlined" in unswept
+    assert shown == ["keyed"] and runtimes == 0
     assert fetched == [(out / "report.html").as_uri()]  # the page itself, and nothing else
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(CHROMIUM is None, reason="no Chromium here (.ci/run installs Debian's chromium)")
+def test_a_fault_sweeps_timelines_and_its_matrix_column_answer_the_fault_filter_together(cli, tmp_path):
+    playwright = pytest.importorskip("playwright.sync_api", reason="no Playwright (crashlab[browser])")
+    out = tmp_path / "r"
+    code, _, err = cli("sweep", "--variant", "after-reply,keys", "--fault", "tracker-crash", "--commit", "two-step",
+                       "--depth", "1", "--out", str(out))
+    assert code == 0, err
+    assert cli("report", str(out), "--faults", "results/faults")[0] == 0
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        page = browser.new_page()
+        page.goto((out / "report.html").as_uri())
+        shown = {}
+        for fault in ("tracker-crash two-step", "crash"):  # the sweep's fault as the matrix names it, then another
+            page.select_option("#fault", fault)
+            shown[fault] = (page.eval_on_selector_all("#tracks section", "ss => ss.filter(s => !s.hidden).length"),
+                            page.eval_on_selector_all("#matrix th.chosen", "ths => ths.map(th => th.innerText)"),
+                            page.is_visible("#unswept"))
+        browser.close()
+    assert shown == {"tracker-crash two-step": (2, ["tracker-crash two-step"], False), "crash": (0, ["crash"], True)}

@@ -17,7 +17,7 @@ from crashlab import program
 from crashlab.durable.checkpoint import Checkpoint, TurnRecord
 from crashlab.job import Call, load_job
 from crashlab.loops.keys import key
-from crashlab.program import locked
+from crashlab.program import locked, write_pid
 from crashlab.protocols.points import Recorder
 from crashlab.world.sqlite import Database, SqlitePerson, open_world
 
@@ -87,6 +87,7 @@ def test_a_second_run_on_a_locked_directory_exits_2_and_does_nothing(cli, tmp_pa
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     with locked(run_dir):
+        write_pid(run_dir / "lock")
         code, out, err = cli("run", TRIAGE, "--dir", str(run_dir), "--person", "auto")
     assert (code, out) == (2, "")
     assert f"{run_dir} is in use by another crashlab run (pid {os.getpid()})" in err and err.count("\n") == 1

@@ -447,7 +447,10 @@ def test_every_event_is_reported_on_the_control_line_before_its_answer_and_contr
          "detail": {"call": "'Login fails'", "key": "k1", "applied": True, "answer": 1, "status": 201}},
         {"kind": "request", "label": "create_issue", "point": "accepted",
          "detail": {"call": "'Login fails'", "key": "k1", "applied": False, "answer": 1, "status": 201}},
-        {"kind": "refused", "label": "create_issue", "detail": {"status": 422, "key": "k1"}},
+        {"kind": "refused", "label": "create_issue",
+         "detail": {"status": 422, "key": "k1", "contract": True,
+                    "why": "key 'k1' was first used for another request: a key names one request, send this one "
+                           "under a new key"}},
         {"kind": "request", "label": "search", "detail": {"call": "'login'", "query": "login", "key": None, "applied": False,
                                                          "answer": [1]}},
         {"kind": "lookup", "label": "key", "detail": {"key": "k1", "answer": 1, "fenced": False}},
@@ -484,7 +487,9 @@ def test_a_retry_while_the_first_request_is_held_at_the_control_line_is_409(line
         harness.release.set()
         assert (first.result(10).status_code, retry.result(10).status_code) == (201, 409)
     assert "still being processed" in retry.result().json()["error"]
-    assert harness.frames[1] == {"kind": "refused", "label": "create_issue", "detail": {"status": 409, "key": "k1"}}
+    assert harness.frames[1] == {"kind": "refused", "label": "create_issue",
+                                 "detail": {"status": 409, "key": "k1", "contract": True,
+                                            "why": retry.result().json()["error"]}}
     assert api.issue("Login fails", key="k1").headers["Idempotent-Replayed"] == "true", "settled: now a replay"
     assert len(api.records()) == 1
 

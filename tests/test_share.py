@@ -8,7 +8,7 @@ restart per distinct state. Scenario by scenario, with hits, saves and labels, t
 from dataclasses import replace
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from crashlab.engine.parallel import close_runner, worker_runner
@@ -59,13 +59,20 @@ def test_on_any_harder_job_the_agent_shares_without_changing_a_count(job, slug, 
     assert_equal(*both(slug, job, depth))
 
 
+#: At depth 3 each example re-executes every scenario of a sweep (the agent's: about 7 s in CI, where
+#: 120 examples took 815 s, a fifth of the slow suite): CI runs at most 30, the "dev" profile its 5.
+DEEP = settings(max_examples=min(30, settings.default.max_examples))
+
+
 @pytest.mark.slow
+@DEEP
 @given(jobs(max_turns=1, max_calls=2), st.sampled_from(list(DESIGNS)))
 def test_on_any_job_a_design_shares_at_depth_three_without_changing_a_count(job, slug):
     assert_equal(*both(slug, job, 3))
 
 
 @pytest.mark.slow
+@DEEP
 @given(jobs(max_turns=1, max_calls=2, harder=True), st.sampled_from(AGENTS))
 def test_on_any_harder_job_the_agent_shares_at_depth_three_without_changing_a_count(job, slug):
     assert_equal(*both(slug, job, 3))

@@ -30,10 +30,10 @@ def sqlite_worlds(monkeypatch):
 
     class SqliteWorlds:
         @staticmethod
-        def new(job, points, tracker_mode="keyed", approves=True, desk="remembers", parts=None):
+        def new(job, points, tracker_mode="keyed", approves=True, desk="remembers", parts=None, profile="ietf"):
             assert (approves, desk, parts) == (True, "remembers", Parts())  # no fault's parts: as a database keeps them
             opened.append(Database(root / f"{next(numbers)}.sqlite"))
-            return open_world(opened[-1], job, points, tracker_mode)
+            return open_world(opened[-1], job, points, tracker_mode, profile=profile)
 
     def install() -> list[Database]:
         monkeypatch.setattr(inprocess, "World", SqliteWorlds)

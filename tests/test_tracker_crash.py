@@ -36,7 +36,7 @@ B = Call("B", "create_issue", {"title": "u", "body": "b"})
 ])
 def test_what_each_tracker_would_lose_at_each_of_its_points(commit, seen):
     points = Recorder()
-    tracker = CommittingTracker(points, "keyed", Clock(), commit) if commit else Tracker(points, "keyed", Clock())
+    tracker = CommittingTracker(points, "keyed", Clock(), commit=commit) if commit else Tracker(points, "keyed", Clock())
     points.observers.append(
         lambda: at.append((points.events[-1].label, (tracker.unsaved()[0], set(tracker.unsaved()[1])))))
     points.start_process()

@@ -209,6 +209,10 @@ def test_a_loop_that_keeps_its_state_outside_its_run_directory_is_refused_not_tr
     loop = ["--loop", "tests/outside_loop.py:triage", "--effects", effects]
     code, out, err = cli("sweep", *loop, "--state-in-run-dir")
     assert (code, out) == (2, "") and err.count("\n") == 1, err
+    assert "triage: process 1 wrote outside its run directory: PermissionError: [Errno 13] Permission denied" in err
+    monkeypatch.setattr("crashlab.runners.confined.version", lambda: 0)  # a kernel without Landlock: the copies tell
+    code, out, err = cli("sweep", *loop, "--state-in-run-dir")
+    assert (code, out) == (2, "") and err.count("\n") == 1, err
     assert "triage keeps state outside its run directory: restarted after a death at its point 2" in err
     assert "sweep it without --state-in-run-dir" in err
     code, out, _ = cli("sweep", *loop, "--format", "json")
@@ -370,8 +374,8 @@ def test_a_fault_with_no_form_for_a_served_loop_is_refused_in_one_line(cli):
                          "reused-run-id")
     assert (code, out) == (2, "")
     assert err.strip().endswith("--fault reused-run-id has no form yet for a loop whose tools call crashlab's service "
-                                "(those that have: crash, expired-key, interleave, late-delivery, power-cut, timeout, tracker-crash, "
-                                "wrong-answer)")
+                                "(those that have: crash, drifting-model, expired-key, failed-after-effect, interleave, "
+                                "late-delivery, power-cut, timeout, tracker-crash, wrong-answer)")
 
 
 @pytest.mark.slow

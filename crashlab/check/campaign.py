@@ -58,7 +58,7 @@ def check(spec: dict[str, Any], depth: int) -> Verdict:
     job = parse_job(spec)
     scenarios, count, listed = 0, 0, []
     for variant in PROMISING:
-        if variant.refuses(job):
+        if variant.cannot_run(job):
             continue
         try:
             swept = sweep(Setup(variant, job), RunnerSpec(), depth=depth)

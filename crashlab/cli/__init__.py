@@ -20,6 +20,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "campaign": ("crashlab.cli.campaign", "Sweep many generated jobs and report every broken promise, with its job "
                  "file and scenario ID."),
     "checkpoint": ("crashlab.cli.run", "Look at a run directory's checkpoint."),
+    "conform": ("crashlab.cli.conform", "Probe the idempotency service at URL and say, promise by promise, whether it "
+                "keeps the contract of --profile NAME."),
     "explain": ("crashlab.cli.explain", "Tell the story of one SCENARIO, process by process, and its verdict."),
     "faults": ("crashlab.cli.info", "The fault models `crashlab sweep --fault SLUG` takes: what each breaks, what "
                "it adds to the sweep."),
@@ -31,6 +33,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "plot": ("crashlab.cli.plot", "Draw the sweep: each variant's single crashes, and its double crashes as a heatmap "
              "(needs crashlab[plot])."),
     "points": ("crashlab.cli.explain", "List the crash points of SLUG's uninterrupted run."),
+    "profiles": ("crashlab.cli.info", "The idempotency contracts `crashlab serve --profile NAME` keeps and `crashlab "
+                 "conform` checks, each as its provider's page states it."),
+    "record": ("crashlab.cli.record", "Run COMMAND once against a real model through a recording proxy, and write "
+               "the job and its effects."),
     "report": ("crashlab.cli.report", "Draw the results `crashlab sweep --out DIR` wrote as one HTML file that "
                "opens from disk."),
     "run": ("crashlab.cli.run", "Run JOB with the agent's own loop as a real process, against a SQLite tracker in DIR "
@@ -92,6 +98,7 @@ def cli(ctx: click.Context) -> None:
     crashlab faults                     what else can break: the fault models for sweep --fault
     crashlab serve --dir DIR            the issue tracker as a real HTTP (and MCP) service over SQLite
     crashlab report DIR                 a sweep's results (sweep --out DIR) as one HTML page
+    crashlab record --upstream URL --out DIR -- python agent.py   your agent's run as a job and its effects
     """
     if ctx.invoked_subcommand is None:
         click.echo(ctx.get_help())
@@ -119,7 +126,7 @@ def main() -> None:
     """Run the CLI so that every error is a single line on stderr, with its class's exit code."""
     previous = signal.signal(signal.SIGTERM, terminate)
     try:
-        code = cli.main(standalone_mode=False)
+        code = cli.main(prog_name="crashlab", standalone_mode=False)
     except click.exceptions.Abort:  # Ctrl-C: the shell's code for a death by SIGINT, as SIGTERM's is above
         click.echo("aborted", err=True)
         code = 128 + signal.SIGINT

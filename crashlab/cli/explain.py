@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 import shutil
+import stat
 
 import click
 
 from crashlab.cli.options import (
+    PROGRAMS_ONLY,
     check_handles,
     command_setups,
+    fs_points_option,
     job_option,
     open_job,
     repeat_option,
@@ -20,7 +23,7 @@ from crashlab.durable.state import OnDisk
 from crashlab.errors import BadInput
 from crashlab.job import shown
 from crashlab.loops import VARIANTS
-from crashlab.protocols.scenario import ScenarioError, Setup
+from crashlab.protocols.scenario import ScenarioError, Setup, check_once
 from crashlab.report import story as stories
 from crashlab.runners import RunnerSpec
 from crashlab.runners.forked import loops_own, shares
@@ -36,12 +39,13 @@ from crashlab.runners.forked import loops_own, shares
 @click.option("--effects", "effects_file", metavar="FILE", help="Your loop's effects, as `sweep --effects` took them.")
 @click.option("--tracker", metavar="MODE", help="Your loop's service's mode, as `sweep --tracker` took it.")
 @scheduled_option
+@fs_points_option
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @repeat_option
 @click.option("--verbose", is_flag=True,
               help="Tell the scheduler's decisions too, a line each, for a loop whose threads crashlab schedules.")
 def explain(scenario: str, job_spec: str, loop: str | None, commands: tuple[str, ...], effects_file: str | None,
-            tracker: str | None, scheduled: bool, fmt: str, repeat: int, verbose: bool) -> None:
+            tracker: str | None, scheduled: bool, fs_points: bool, fmt: str, repeat: int, verbose: bool) -> None:
     """Tell the story of one SCENARIO, process by process, and its verdict.
 
     SCENARIO is SLUG:I (crash the first process at its I-th point) or SLUG:I:J (also crash the
@@ -59,9 +63,12 @@ def explain(scenario: str, job_spec: str, loop: str | None, commands: tuple[str,
     """
     if loop is not None and commands:
         raise BadInput(f"--command and --loop {loop} both name the loop to explain: give one")
+    if fs_points and not commands:
+        raise BadInput(PROGRAMS_ONLY)
     if loop is not None or commands:
         named = click.get_current_context().get_parameter_source("job_spec") is not click.core.ParameterSource.DEFAULT
-        setups = command_setups(commands, effects_file, tracker, None, job=open_job(job_spec) if named else None) \
+        setups = command_setups(commands, effects_file, tracker, None, job=open_job(job_spec) if named else None,
+                                fs_points=fs_points) \
             if commands else your_setups(loop or "", effects_file, tracker, None, scheduled)
         runs, calls = stories.find_repeats(scenario, setups[0].job, {s.variant.slug: s.variant for s in setups},
                                            repeat)
@@ -75,40 +82,77 @@ def explain(scenario: str, job_spec: str, loop: str | None, commands: tuple[str,
 
 
 @click.command()
-@click.argument("slug")
+@click.argument("slug", required=False)
 @job_option
+@click.option("--command", "commands", metavar="[NAME=]COMMAND", multiple=True,
+              help="Your agent as a program, as `sweep --command` took it (with --effects, or --job, as there); "
+                   "SLUG, if given, names one of them.")
+@click.option("--effects", "effects_file", metavar="FILE", help="Your program's effects, as `sweep --effects` took "
+                                                                 "them.")
+@fs_points_option
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
-def points(slug: str, job_spec: str, fmt: str) -> None:
+def points(slug: str | None, job_spec: str, commands: tuple[str, ...], effects_file: str | None, fs_points: bool,
+           fmt: str) -> None:
     """List the crash points of SLUG's uninterrupted run.
 
     Each point: its index (the I of scenario SLUG:I), its label and which occurrence of that label it
     is, where it falls (turn, call, tool), and what is durable there: the checkpoint on disk (for an
-    agent runtime, the files of its run directory, copied with the process stopped at the point; '-'
-    for one that keeps its state on a server) and the tracker's records. A crash at that point leaves
-    exactly this for the restart. In text, each line is cut to the terminal's width (…); --format json
-    gives every record in full.
+    agent runtime, or your program, the files of its run directory, copied with the process stopped at
+    the point; '-' for one that keeps its state on a server) and the tracker's records. A crash at that
+    point leaves exactly this for the restart. In text, each line is cut to the terminal's width (…);
+    --format json gives every record in full. Your agent as a program: `crashlab points --command
+    'python agent.py' --effects effects.yaml`, its file operations too with --fs-points.
     """
-    if slug not in VARIANTS:
-        raise ScenarioError(f"unknown variant {shown(slug)} (valid: {', '.join(VARIANTS)})")
-    variant = VARIANTS[slug]
-    job = open_job(job_spec)
-    check_handles(job, [variant])
-    setup = Setup(variant, job)
+    if fs_points and not commands:
+        raise BadInput(PROGRAMS_ONLY)
+    setup = command_setup(slug, commands, effects_file, job_spec, fs_points) if commands else \
+        crashlabs_setup(slug, job_spec, effects_file)
+    variant = setup.variant
     with RunnerSpec("in-process" if "in-process" in variant.runners else "forked").open() as runner:
         if variant.keeps_checkpoint:
             rows = stories.point_rows(runner.scenario(setup, ()))
-        elif shares(setup):  # a runtime's own files: stopped at each point, its run directory copied
+        elif shares(setup):  # a runtime's own files, or a program's: stopped at each point, its run directory copied
             run = runner.life(setup, None, (), (), watch=True)
             kept = [loops_own(left.state.raw()) for (left,), in run.deaths or () if isinstance(left.state, OnDisk)]
-            rows = stories.point_rows(run, [stories.files_summary((name, len(data)) for name, data in files)
-                                            for files in kept])
+            rows = stories.point_rows(run, [stories.files_summary((name, len(data)) for name, mode, data, _ in entries
+                                                                  if stat.S_ISREG(mode)) for entries in kept])
         else:  # kept where no copy reaches (a runtime's server), or by a loop of yours
             run = runner.scenario(setup, ())
             rows = stories.point_rows(run, [None] * len(run.points.points(1)))
+    if commands:  # a program's run is held to what a sweep holds it to: each effect once, the job's model asked
+        check_once(run)
     if fmt == "json":
         click.echo(json.dumps(rows, indent=2))
         return
     click.echo("\n".join(point_lines(rows, shutil.get_terminal_size((120, 24)).columns)))
+
+
+def crashlabs_setup(slug: str | None, job_spec: str, effects_file: str | None) -> Setup:
+    """One of crashlab's variants, `slug`, on the job `job_spec` names."""
+    if effects_file is not None:
+        raise BadInput("--effects belongs to your agent as a program: give --command COMMAND too")
+    if slug is None:
+        raise BadInput(f"crashlab points needs SLUG, a variant ({', '.join(VARIANTS)}), or --command COMMAND")
+    if slug not in VARIANTS:
+        raise ScenarioError(f"unknown variant {shown(slug)} (valid: {', '.join(VARIANTS)})")
+    job = open_job(job_spec)
+    check_handles(job, [VARIANTS[slug]])
+    return Setup(VARIANTS[slug], job)
+
+
+def command_setup(slug: str | None, commands: tuple[str, ...], effects_file: str | None, job_spec: str,
+                  fs_points: bool) -> Setup:
+    """Your agent as a program, as `sweep --command` takes it: the one command, or the one `slug` names. Its run
+    directory is copied at each point, whatever else it keeps: the files it holds there are what a death leaves."""
+    named = click.get_current_context().get_parameter_source("job_spec") is not click.core.ParameterSource.DEFAULT
+    setups = {s.variant.slug: s for s in command_setups(commands, effects_file, None, None, state_in_run_dir=True,
+                                                        job=open_job(job_spec) if named else None,
+                                                        fs_points=fs_points)}
+    if slug is None and len(setups) > 1:
+        raise BadInput(f"crashlab points lists one program's points: name one as SLUG ({', '.join(setups)})")
+    if slug is not None and slug not in setups:
+        raise BadInput(f"no --command is named {shown(slug)} (named: {', '.join(setups)})")
+    return setups[slug or next(iter(setups))]
 
 
 def point_lines(rows: list[dict], width: int) -> list[str]:

@@ -1,4 +1,5 @@
-"""`crashlab faults`, `crashlab jobs`, `crashlab schema`: what crashlab can break, and what it can run."""
+"""`crashlab faults`, `crashlab jobs`, `crashlab profiles`, `crashlab schema`: what crashlab can break, what it
+can run, and the contracts its service can keep."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import click
 
 from crashlab.cli.options import open_job
 from crashlab.job import shipped_jobs
+from crashlab.profiles import Profile
+from crashlab.profiles import registry as profile_registry
 from crashlab.protocols.fault import registry
 from crashlab.report.tables import grid
 
@@ -48,6 +51,53 @@ def jobs(fmt: str) -> None:
         click.echo(json.dumps(listed, indent=2))
     else:
         click.echo(grid([list(j.values()) for j in listed], ["job", "calls", "description"]))
+
+
+def kept_for(profile: Profile) -> str:
+    """A profile's retention as its provider would say it."""
+    hours = profile.retention
+    if not profile.honours_keys:
+        return "no key honoured"
+    if hours is None:
+        return "for ever"
+    if hours < 1:
+        return f"{hours * 60:g} min"
+    return f"{hours / 24:g} days" if hours >= 48 and hours % 24 == 0 else f"{hours:g} h"
+
+
+#: What a retry after a request that failed after its effect gets, in the table's words.
+AFTER_FAILURE = {"replay-failure": "the 500 replayed", "run-again": "run again",
+                 "replay-effect": "the success replayed"}
+
+
+def other_payload(profile: Profile) -> str:
+    if not profile.honours_keys:
+        return "applied"
+    if profile.other_payload == "replayed":
+        return "the first answer"
+    code = profile.code("other-payload")
+    return f"{profile.other_payload_status}" + (f" {code}" if code else "")
+
+
+@click.command()
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+def profiles(fmt: str) -> None:
+    """The idempotency contracts `crashlab serve --profile NAME` keeps and `crashlab conform` checks, each as its
+    provider's page states it.
+
+    Each is a plug-in, found through the entry-point group crashlab.profiles, so an installed package
+    can add its own.
+    """
+    found = list(profile_registry().values())
+    if fmt == "json":
+        from dataclasses import asdict
+
+        click.echo(json.dumps([asdict(p) for p in found], indent=2))
+        return
+    rows = [[p.slug, p.provider, kept_for(p), AFTER_FAILURE[p.after_failure] if p.honours_keys else "run again",
+             other_payload(p), "yes" if p.key_required else "no", p.source or "(none)"] for p in found]
+    click.echo(grid(rows, ["profile", "provider", "retention", "after a 5xx", "other payload", "key required",
+                           "source"]))
 
 
 @click.command()

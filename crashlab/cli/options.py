@@ -12,6 +12,7 @@ from crashlab.durable.store import StoreKind
 from crashlab.errors import BadInput
 from crashlab.job import Job, find_job, shown
 from crashlab.loops import FAMILIES, VARIANTS, yours
+from crashlab.profiles import registry as profile_registry
 from crashlab.protocols.fault import Faults, registry
 from crashlab.protocols.runner import TIME_LIMIT
 from crashlab.protocols.scenario import Setup
@@ -89,6 +90,17 @@ scheduled_option = click.option(
          "--fault interleave then sweeps other orders.")
 
 
+#: Why `--fs-points` is refused without `--command`.
+PROGRAMS_ONLY = ("--fs-points finds the crash points of a program (--command) in its file operations: a loop of yours "
+                 "marks its own with crashlab.point(label)")
+fs_points_option = click.option(
+    "--fs-points", is_flag=True,
+    help="For your agent as a program (--command): its file operations in its run directory are crash points too, "
+         "each held while it is killed there: every fsync, fdatasync, rename, unlink and close after a write, named "
+         "by what it is and its path (fsync:progress.tmp#2). Runs the run directory on a FUSE layer (fusermount3): "
+         "refused where there is none.")
+
+
 def your_setups(loop: str, effects_file: str | None, tracker: str | None, variant: str | None,
                 scheduled: bool = False, state_in_run_dir: bool = False) -> list[Setup]:
     """`--loop FILE.py:ENTRY --effects FILE`: your loop against the service, the tracker mode `--tracker` names."""
@@ -107,10 +119,16 @@ def your_setups(loop: str, effects_file: str | None, tracker: str | None, varian
 
 
 def command_setups(commands: tuple[str, ...], effects_file: str | None, tracker: str | None, variant: str | None,
-                   state_in_run_dir: bool = False, job: Job | None = None) -> list[Setup]:
+                   state_in_run_dir: bool = False, job: Job | None = None, fs_points: bool = False) -> list[Setup]:
     """`--command CMD --effects FILE`: your agent as a program, a row for each command; with `job` (`--job`), the
     job whose model crashlab serves it at OPENAI_BASE_URL and ANTHROPIC_BASE_URL, whose changing calls are its
-    effects unless --effects says otherwise."""
+    effects unless --effects says otherwise. With `fs_points` (`--fs-points`), its file operations in its run
+    directory are crash points too, on a FUSE layer: refused in one line where FUSE is not usable."""
+    if fs_points:
+        from crashlab.durable.fuse import unusable
+
+        if unable := unusable():
+            raise BadInput(f"--fs-points runs the program's run directory on a FUSE layer, and here {unable}")
     if effects_file is None and job is None:
         raise BadInput("--command needs --effects FILE (what your agent means to do once each, by what it is: "
                        "A: {issue: TITLE}, C: {comment: A}), or --job JOB, whose model crashlab then serves it")
@@ -124,16 +142,22 @@ def command_setups(commands: tuple[str, ...], effects_file: str | None, tracker:
         if name in [n for n, _ in programs[:k]]:
             raise BadInput(f"two --command rows are named {name!r}: name them, as --command plain='python agent.py' "
                            "--command keyed='python agent.py --keyed'")
+    if effects_file is None and job is not None and not job.changing_calls:
+        own = f" (its tools {', '.join(job.own_tools)} are your program's own)" if job.own_tools else ""
+        raise BadInput(f"{job.source} files no issue and makes no comment{own}: say what your agent means to do once "
+                       "each with --effects FILE (crashlab record writes one)")
     effects = yours.read_effects(effects_file) if effects_file is not None else of_job(job) if job else ()
     return [yours.setup(entry, effects, name=name, tracker=tracker or "keyed", job=job or programs[0][0],
-                        state_in_run_dir=state_in_run_dir) for name, entry in programs]
+                        state_in_run_dir=state_in_run_dir, fs_points=fs_points) for name, entry in programs]
 
 
 def choose(job_spec: str, loop: str | None, variant: str | None, tracker: str | None, effects_file: str | None,
            scheduled: bool = False, state_in_run_dir: bool = False,
-           commands: tuple[str, ...] = ()) -> tuple[Job, list[Variant]]:
+           commands: tuple[str, ...] = (), fs_points: bool = False) -> tuple[Job, list[Variant]]:
     """The job and the variants a command runs: crashlab's, as `choose_variants` picks them, or yours (a loop of
     yours, or your agent as a program)."""
+    if fs_points and not commands:
+        raise BadInput(PROGRAMS_ONLY)
     if commands:
         if loop is not None:
             raise BadInput(f"--command and --loop {loop} both name the loop to sweep: give one")
@@ -142,7 +166,7 @@ def choose(job_spec: str, loop: str | None, variant: str | None, tracker: str | 
                            "are its own (drop --scheduled)")
         named = click.get_current_context().get_parameter_source("job_spec") is not click.core.ParameterSource.DEFAULT
         setups = command_setups(commands, effects_file, tracker, variant, state_in_run_dir,
-                                open_job(job_spec) if named else None)
+                                open_job(job_spec) if named else None, fs_points)
         return setups[0].job, [s.variant for s in setups]
     if loop is not None and yours.is_yours(loop):
         if click.get_current_context().get_parameter_source("job_spec") is not click.core.ParameterSource.DEFAULT:
@@ -174,7 +198,7 @@ def runner_for(variants: list[Variant], kill: bool, store: str | None, limit: fl
                       limit)
 
 
-def _seconds(ctx: click.Context, param: click.Parameter, value: float) -> float:
+def seconds(ctx: click.Context, param: click.Parameter, value: float) -> float:
     if not 0.1 <= value <= MAX_TIME_LIMIT:  # also refuses nan, which every comparison fails
         raise click.BadParameter(f"{value} is not a number of seconds from 0.1 to {MAX_TIME_LIMIT:g}")
     return value
@@ -184,7 +208,7 @@ def _seconds(ctx: click.Context, param: click.Parameter, value: float) -> float:
 MAX_TIME_LIMIT = 86400.0
 time_limit_option = click.option(
     "--time-limit", "time_limit", type=float, default=TIME_LIMIT, show_default=True, metavar="SECONDS",
-    callback=_seconds,
+    callback=seconds,
     help="Kill a process that runs for real (--kill, a loop of yours, a framework) after SECONDS, with every "
          "process it started: a restart that hangs is stuck, a first run that hangs fails the sweep.")
 
@@ -232,7 +256,7 @@ def choose_variants(loop: str | None, variant: str | None, tracker: str | None) 
 
 def check_handles(job: Job, variants: list[Variant]) -> None:
     for variant in variants:
-        if reason := variant.refuses(job):
+        if reason := variant.cannot_run(job):
             raise BadInput(reason)
 
 
@@ -310,3 +334,16 @@ def faults_of(slugs: tuple[str, ...], settings: dict[str, str | None]) -> Faults
                 raise BadInput(f"--{setting.option} is the {fault.slug} fault's setting: it needs --fault {fault.slug}")
     return Faults.of(f.with_options(settings) for f in chosen)
 
+
+
+profile_option = click.option(
+    "--profile", "profile_name", metavar="NAME[,NAME...]|all", default=None,
+    help="Sweep against a tracker that keeps this provider's idempotency contract (retention, a retry after a "
+         "failure, another payload under a key, a required key; docs: idempotency contracts), or each in turn (a "
+         "list, or all), and print one table, loop × profile.")
+
+
+def profiles_of(spec: str) -> list[str]:
+    """The profiles `--profile` names: by slug, comma-separated, or every one installed (``all``), the default
+    first."""
+    return list(profile_registry()) if spec == "all" else names(spec, profile_registry(), "profile")

@@ -31,6 +31,8 @@ def say(started: Started) -> None:
         click.echo(f"        OPENAI_BASE_URL={url}/v1 ANTHROPIC_BASE_URL={url} (any API key)")
     click.echo(f"  what it holds: GET {url}/_crashlab/state -H 'Authorization: Bearer {token}'")
     click.echo(f"  a run against it: CRASHLAB_SERVICE_TOKEN={token} crashlab run JOB --dir DIR --service {url}")
+    click.echo(f"  its contract checked: CRASHLAB_SERVICE_TOKEN={token} crashlab conform {url} "
+               f"--profile {started.service.profile.slug}")
     click.echo("  Ctrl-C stops it; its records stay in the directory.")
 
 
@@ -51,15 +53,21 @@ def say(started: Started) -> None:
                    "keyless ignores it.")
 @click.option("--keys", type=click.Choice(KEY_RULES), default="optional", show_default=True,
               help="required: a changing request without an Idempotency-Key is refused (400).")
-@click.option("--retention", type=float, default=24.0, show_default=True, metavar="HOURS",
-              help="How long a key is kept, by the service's clock.")
+@click.option("--profile", default="ietf", show_default=True, metavar="NAME",
+              help="The idempotency contract a keyed tracker keeps: a provider's retention, its answer to another "
+                   "payload, to a retry in flight, to a missing or long key (`crashlab profiles` lists them).")
+@click.option("--retention", type=float, metavar="HOURS",
+              help="How long a key is kept, by the service's clock, overriding the profile's (ietf: 24).")
+@click.option("--failed-after-effect", "failed_after", type=int, default=0, metavar="K",
+              help="The K-th changing request commits its record and then answers 500; what its key keeps is the "
+                   "profile's (a retry gets the 500 again, is run again, or gets the success).")
 @click.option("--job", metavar="JOB",
               help="Also play JOB's model (a job file, or a shipped job's name) over OpenAI's Chat Completions and "
                    "Responses and Anthropic's Messages, at URL/v1: each reply decided by the conversation sent.")
 @click.option("--model-ids", type=click.Choice(MODEL_IDS), default="stable", show_default=True,
               help="With --job: a reply given again names its tool calls as before (stable), or anew (drifting).")
-def serve(directory: Path, host: str, expose: bool, port: int, tracker: str, keys: str, retention: float,
-          job: str | None, model_ids: str) -> None:
+def serve(directory: Path, host: str, expose: bool, port: int, tracker: str, keys: str, profile: str,
+          retention: float | None, failed_after: int, job: str | None, model_ids: str) -> None:
     """Run the issue tracker as an HTTP service over SQLite in DIR, until Ctrl-C or SIGTERM.
 
     Its first line is its URL. A loop's tools call it with any HTTP client, or over MCP at URL/mcp;
@@ -78,11 +86,12 @@ def serve(directory: Path, host: str, expose: bool, port: int, tracker: str, key
     crashlab serve --dir svc --port 8765
     curl localhost:8765/issues -H 'Idempotency-Key: k1' --json '{"title": "Login fails"}'
     crashlab serve --dir svc --job triage
+    crashlab serve --dir svc --profile qonto
     """
     from crashlab.service.server import Settings
     from crashlab.service.server import serve as run
 
-    code = run(Settings(directory, host, port, tracker, keys, retention, expose=expose, job=job, model_ids=model_ids),
-               say)
+    code = run(Settings(directory, host, port, tracker, keys, retention, expose=expose, job=job, model_ids=model_ids,
+                        profile=profile, failed_after=failed_after), say)
     if code:
         raise SystemExit(code)

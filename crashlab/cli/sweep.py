@@ -6,6 +6,7 @@ import json
 import shlex
 import time
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,10 @@ from crashlab.cli.options import (
     choose,
     fault_options,
     faults_of,
+    fs_points_option,
     job_option,
+    profile_option,
+    profiles_of,
     repeat_option,
     runner_for,
     time_limit_option,
@@ -34,7 +38,8 @@ from crashlab.errors import BadInput, CheckFailed, Flaky
 from crashlab.faults.interleave import LIMIT, MOST, bounded
 from crashlab.job import Job
 from crashlab.loops import VARIANTS
-from crashlab.protocols.fault import every_setting, servable
+from crashlab.profiles import DEFAULT
+from crashlab.protocols.fault import every_setting
 from crashlab.protocols.scenario import ScenarioResult, Setup
 from crashlab.protocols.variant import Variant
 from crashlab.report import expect, golden, matrix, tables
@@ -57,6 +62,19 @@ LISTS = {
     "stuck": lambda o: o.stuck > 0,
     "flaky": lambda o: o.flaky > 0,
 }
+
+
+class Interleavings(click.ParamType):
+    """`--interleavings`: a number of schedules from 1 to `MOST`, or ``all``."""
+
+    name = "interleavings"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int | str:
+        if value == "all" or (isinstance(value, int) and 1 <= value <= MOST):
+            return value
+        if isinstance(value, str) and value.isascii() and value.isdigit() and 1 <= int(value) <= MOST:
+            return int(value)
+        self.fail(f"{value!r} is not all or a number of schedules from 1 to {MOST:,}", param, ctx)
 
 
 @click.command(cls=Faulted)
@@ -101,23 +119,27 @@ LISTS = {
                    "one, that SIGKILLs itself at its crash point, over a world in SQLite and a checkpoint file. "
                    "Restarts start from copies of the run directory, taken with the process stopped where its "
                    "death would be, for loops that keep all they keep there; --no-share re-executes every one.")
-@click.option("--interleavings", type=click.IntRange(1, MOST), default=None, show_default=str(LIMIT),
-              help="With --fault interleave, the most schedules of the threads to run, the default's included: each "
-                   "departs from the default at one decision, those that preempt no thread first (CHESS's order). "
-                   "The table says how many it ran of how many there were.")
+@click.option("--interleavings", type=Interleavings(), default=None, show_default=str(LIMIT), metavar="N|all",
+              help="With --fault interleave, the most schedules of the threads to run, or all: the default's, one for "
+                   "each other order in which the calls can reach the world (found by a search of the uninterrupted "
+                   "run), the default with its restarts running their threads in each other order, then those that "
+                   "depart from the default at one decision, those that preempt no thread first (CHESS's order). The "
+                   "table says which orders it covered.")
 @click.option("--state-in-run-dir", is_flag=True,
               help="For a loop of yours: your word that it keeps all it keeps in CRASHLAB_RUN_DIR (and crashlab's "
                    "service), so its restarts may start from copies of what each death left, each distinct state "
                    "once. Checked first: at its first, middle and last crash point, a restart from a copy must do "
                    "what the restart after the death does, or the sweep is refused.")
+@fs_points_option
+@profile_option
 @time_limit_option
 @repeat_option
 def sweep(job_spec: str, loop: str | None, variant: str | None, tracker: str | None, effects_file: str | None,
           scheduled: bool, commands: tuple[str, ...], store: str | None, fmt: str, junit_file: str | None,
           golden_file: str | None, expect_file: str | None, listing: str | None, out: str | None, depth: int,
           max_scenarios: int, replay: bool, workers: int, scheduler: str | None, fault_slugs: tuple[str, ...],
-          kill: bool, time_limit: float, repeat: int, interleavings: int | None, state_in_run_dir: bool,
-          **settings: str | None) -> None:
+          kill: bool, time_limit: float, repeat: int, interleavings: int | str | None, state_in_run_dir: bool,
+          fs_points: bool, profile_name: str | None, **settings: str | None) -> None:
     """Crash the loop at every point, and its restart at every point, and count the damage.
 
     \b
@@ -141,7 +163,13 @@ def sweep(job_spec: str, loop: str | None, variant: str | None, tracker: str | N
     A flaky scenario (--repeat: its runs differ; or, for a loop of yours, a process that strays
     from the run it repeats) counts the worst it came to, and fails the sweep with exit 3.
     """
-    job, variants = choose(job_spec, loop, variant, tracker, effects_file, scheduled, state_in_run_dir, commands)
+    profiles = profiles_of(profile_name) if profile_name is not None else None
+    if profiles is not None and ("all" in fault_slugs or golden_file is not None or expect_file is not None or
+                                 out is not None or repeat > 1 or fmt == "junit" or junit_file is not None):
+        raise BadInput("--profile prints the loop × profile table: it takes no --fault all, --check, --expect, --out, "
+                       "--repeat or JUnit (sweep one profile's scenarios with --list, explain one by its ID)")
+    job, variants = choose(job_spec, loop, variant, tracker, effects_file, scheduled, state_in_run_dir, commands,
+                           fs_points)
     spec = runner_for(variants, kill, store, time_limit)
     if "all" in fault_slugs:
         if len(fault_slugs) > 1 or any(settings.values()) or interleavings is not None:
@@ -156,14 +184,17 @@ def sweep(job_spec: str, loop: str | None, variant: str | None, tracker: str | N
         return every_fault(chosen, job, spec, depth, fmt, out, workers, scheduler, max_scenarios)
     faults = faults_of(fault_slugs, settings)
     if interleavings is not None:
-        faults = bounded(faults, interleavings)
+        faults = bounded(faults, None if interleavings == "all" else int(interleavings))
     if listing is not None and fmt == "junit":
         raise BadInput("--list prints a table, JSON or CSV: JUnit XML is the sweep's, without --list")
     expected = golden.read_golden(golden_file) if golden_file is not None else None
     bounds = expect.read_expectations(expect_file) if expect_file is not None else None
     if junit_file is not None:
         writable(junit_file)
-    explaining = replay_command(job_spec, loop, effects_file, tracker, repeat, scheduled, commands)
+    explaining = replay_command(job_spec, loop, effects_file, tracker, repeat, scheduled, commands, fs_points)
+    if profiles is not None:
+        return every_profile(profiles, [Setup(v, job, faults) for v in variants], spec, depth, not replay, workers,
+                             scheduler, max_scenarios, fmt, listing, explaining)
     began, when = time.perf_counter(), datetime.now()
     pending = PendingResults(out) if out is not None else None
     try:
@@ -220,6 +251,70 @@ def sweep(job_spec: str, loop: str | None, variant: str | None, tracker: str | N
              f"meets {expect_file}")
 
 
+def every_profile(profiles: list[str], setups: list[Setup], spec: RunnerSpec, depth: int, share: bool, workers: int,
+                  scheduler: str | None, max_scenarios: int, fmt: str, listing: str | None,
+                  explaining: Callable[[str], str]) -> None:
+    """`sweep --profile`: the setups swept against a tracker keeping each profile's contract in turn, printed as one
+    table, loop × profile (or, with `listing`, every profile's scenarios that `listing` picks, IDs ``...@SLUG``).
+
+    Under several profiles, or one not the default's, a loop whose uninterrupted run fails just after the contract
+    refused its request by the contract's own rules (`RefusedByContract`: ACP's 400 to a request with no key) is
+    that profile's row, blank, saying so, and the other rows still stand: what a contract refuses is a finding, as
+    the in-process world counts such a refusal missing. Any other failure fails the sweep, as a single sweep's does;
+    a sweep under the default profile alone is the sweep it always was."""
+    refusals_are_rows = len(profiles) > 1 or profiles != [DEFAULT]
+    swept_under: dict[str, list[VariantSweep]] = {}
+    refused: dict[tuple[str, str], str] = {}  # (profile, variant) → why its row has no counts
+    for profile in profiles:
+        began = time.perf_counter()
+        under = [replace(setup, profile=profile) for setup in setups]
+        swept_under[profile] = swept_refusing(under, spec, depth, share, workers, scheduler, max_scenarios, refused) \
+            if refusals_are_rows else swept(under, spec, depth, share, workers, scheduler, max_scenarios)
+        click.echo(f"swept profile {profile}: {sum(s.row().scenarios for s in swept_under[profile]):,} scenarios in "
+                   f"{time.perf_counter() - began:.1f} s", err=True)
+    by_slug = {profile: {s.setup.variant.slug: s.row() for s in swept_under[profile]} for profile in profiles}
+    rows: list[tuple[str, Row | tables.Failed]] = [
+        (profile, by_slug[profile][v.slug] if v.slug in by_slug[profile] else
+         tables.Failed(v.slug, v.name, refused[profile, v.slug])) for v in (s.variant for s in setups)
+        for profile in profiles]
+    counted = [row for _, row in rows if isinstance(row, Row)]
+    faults = setups[0].faults
+    if faults and not any(row.scenarios for row in counted):
+        raise BadInput(f"{' + '.join(f.slug for f in faults.members)} makes no scenario of "
+                       f"{', '.join(s.variant.slug for s in setups)} under any profile: the table would be all zeros")
+    if listing is not None:
+        for (profile, slug), why in refused.items():
+            click.echo(f"{slug}@{profile}: {why}", err=True)
+        every = (result for profile in profiles for result in every_scenario(swept_under[profile]))
+        return echo_listing(every, listing, explaining, fmt)
+    columns = columns_for([s.variant for s in setups], depth, counted)
+    if fmt == "table":
+        click.echo(tables.by_profile(rows))
+    elif fmt == "json":
+        click.echo(json.dumps(tables.profile_records(rows, columns), indent=2))
+    else:
+        data = [{k: v for k, v in r.items() if k != "by_depth"} for r in tables.profile_records(rows, columns)]
+        click.echo(tables.csv_text(data, list(dict.fromkeys(k for r in data for k in r))).rstrip("\n"))
+
+
+def swept_refusing(setups: list[Setup], spec: RunnerSpec, depth: int, share: bool, workers: int, scheduler: str | None,
+                   max_scenarios: int, refused: dict[tuple[str, str], str]) -> list[VariantSweep]:
+    """`swept`, but a setup whose uninterrupted run its contract refused is left out, and why is put in `refused`
+    under its profile and slug; the rest are swept again without it. A contract refuses a run before any tree
+    grows (every uninterrupted run comes first), so what is swept again is only the others' uninterrupted runs."""
+    from crashlab.runners.served import RefusedByContract  # here: a sweep in process never starts the service
+
+    left = list(setups)
+    while left:
+        try:
+            return swept(left, spec, depth, share, workers, scheduler, max_scenarios)
+        except RefusedByContract as refusal:
+            refused[refusal.profile, refusal.variant] = \
+                f"refused by the {refusal.profile} contract: its uninterrupted run failed ({refusal.refusal})"
+            left = [s for s in left if s.variant.slug != refusal.variant]
+    return []
+
+
 def held(differences: list[str], broken: str, holds: str) -> None:
     """A check's verdict on stderr: each difference a line, then `CheckFailed` (`broken`); or the line `holds`."""
     for line in differences:
@@ -263,7 +358,7 @@ def every_scenario(sweeps: list[VariantSweep]) -> Iterator[ScenarioResult]:
 
 def replay_command(job_spec: str, loop: str | None, effects_file: str | None,
                    tracker: str | None, repeat: int = 1, scheduled: bool = False,
-                   commands: tuple[str, ...] = ()) -> Callable[[str], str]:
+                   commands: tuple[str, ...] = (), fs_points: bool = False) -> Callable[[str], str]:
     """The command that replays a scenario of this sweep, and tells its story (as often as the sweep ran it)."""
     if commands:
         options = " ".join(f"--command {shlex.quote(c)}" for c in commands)
@@ -271,6 +366,7 @@ def replay_command(job_spec: str, loop: str | None, effects_file: str | None,
         options += f" --job {shlex.quote(job_spec)}" if named else ""
         options += f" --effects {shlex.quote(effects_file)}" if effects_file is not None else ""
         options += f" --tracker {shlex.quote(tracker)}" if tracker is not None else ""
+        options += " --fs-points" if fs_points else ""
     elif loop is not None and effects_file is not None and ":" in loop:
         options = f"--loop {shlex.quote(loop)} --effects {shlex.quote(effects_file)}"
         options += f" --tracker {shlex.quote(tracker)}" if tracker is not None else ""
@@ -321,6 +417,15 @@ def echo_listing(scenarios: Iterable[ScenarioResult], listing: str, replay: Call
         click.echo(text.rstrip("\n"))
 
 
+def serves(spec: RunnerSpec, setup: Setup) -> bool:
+    """Whether the faults of `setup` have a form for its loop, whose tools call crashlab's service."""
+    try:
+        spec.check(setup)
+    except BadInput:
+        return False
+    return True
+
+
 def every_fault(variants: list[Variant], job: Job, spec: RunnerSpec, depth: int, fmt: str, out: str | None,
                 workers: int, scheduler: str | None, max_scenarios: int) -> None:
     """`sweep --fault all`: each fault at each of its settings, a table each, then the matrix of worst outcomes."""
@@ -329,7 +434,7 @@ def every_fault(variants: list[Variant], job: Job, spec: RunnerSpec, depth: int,
     if any(v.calls_service for v in variants):  # a loop that calls the service: the faults that reach it (the
         # power cut of its run directory, which needs FUSE, only by name: `make sweep` runs anywhere)
         settings = [faults for faults in settings
-                    if {f.slug for f in faults.members} <= set(servable()) and not faults.cuts]
+                    if all(serves(spec, Setup(v, job, faults)) for v in variants) and not faults.cuts]
     for faults in settings:
         for variant in variants:
             spec.check(Setup(variant, job, faults))

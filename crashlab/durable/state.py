@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import hashlib
 import zlib
-from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from crashlab.durable.store import Files, Store
+from crashlab.durable.directory import Entries, difference
+from crashlab.durable.store import Store
 from crashlab.world import World, WorldState
 
 if TYPE_CHECKING:
@@ -29,10 +29,14 @@ if TYPE_CHECKING:
 
 _encoder = msgspec.msgpack.Encoder()
 
+#: What a state holds of the loop's files, as a value: a store's (`crashlab.durable.store.Files`), or a run
+#: directory's, by its content (`crashlab.durable.content.Content`) or entry by entry (`Entries`).
+Kept = tuple[tuple[Any, ...], ...]
+
 
 @dataclass(frozen=True)
 class Durable:
-    files: Files
+    files: Kept
     world: WorldState
 
     @classmethod
@@ -43,10 +47,16 @@ class Durable:
         """A digest that equal states share in any process, so that workers agree on what is distinct."""
         return hashlib.blake2b(_encoder.encode((self.files, self.world)), digest_size=16).digest()
 
+    def unlike(self, other: Durable) -> str:
+        """How this state differs from `other`, of the same fingerprint, in what a restart starts from: "" where in
+        nothing. A value is all it holds: equal fingerprints, one state."""
+        return ""
+
 
 @dataclass(frozen=True)
 class OnDisk(Durable):
-    """A durable state taken from a run directory: its files byte for byte, as a restart opens them.
+    """A durable state taken from a run directory: its entries as the file system holds them, as a restart opens
+    them (`crashlab.durable.directory`).
 
     A real process's restart must open the very files a death leaves (a SQLite file's pages, its WAL),
     not a value rebuilt from them; two states whose content is equal still share one future, since
@@ -56,18 +66,23 @@ class OnDisk(Durable):
     sends to its workers, from growing with every point a job has.
     """
 
-    packed: tuple[tuple[str, bytes], ...] = ()
+    packed: Entries = ()  # each entry's data packed
     service: Dump | None = None  # a served loop's service, as its file held it then
 
     @classmethod
-    def taken(cls, files: Files, world: WorldState, raw: tuple[tuple[str, bytes], ...],
-              service: Dump | None = None) -> OnDisk:
-        """The state of files whose bytes are `raw`, packed."""
-        return cls(files, world, tuple((name, zlib.compress(data, 1)) for name, data in raw), service)
+    def taken(cls, files: Kept, world: WorldState, raw: Entries, service: Dump | None = None) -> OnDisk:
+        """The state of a directory whose entries are `raw`, packed."""
+        return cls(files, world, tuple((name, mode, zlib.compress(data, 1), time) for name, mode, data, time in raw),
+                   service)
 
-    def raw(self) -> Iterator[tuple[str, bytes]]:
-        """Each file's name and bytes."""
-        return ((name, zlib.decompress(data)) for name, data in self.packed)
+    def raw(self) -> Entries:
+        """Each entry, as it was taken."""
+        return tuple((name, mode, zlib.decompress(data), time) for name, mode, data, time in self.packed)
+
+    def unlike(self, other: Durable) -> str:
+        """Which entries of the two directories differ (in what the content leaves out: bytes a restart reads
+        alike, a modification time): the copies two restarts start from."""
+        return difference(self.raw(), other.raw()) if isinstance(other, OnDisk) else ""
 
     def fingerprint(self) -> bytes:
         if self.service is None:

@@ -12,7 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from math import comb
 
-from crashlab.engine.copies import check_copies
+from crashlab.engine.copies import INSTEAD, check_copies
+from crashlab.engine.merges import UNSHARED, check_merges
 from crashlab.engine.tree import Advance, Life, Trunk, VariantSweep, _ignore, trunk
 from crashlab.errors import BadInput
 from crashlab.protocols.death import Choice
@@ -57,6 +58,8 @@ def sweep_all(setups: Sequence[Setup], spec: Runners, depth: int = 2, share: boo
         for stem, o in zip(stems, chosen, strict=True):
             if o["share"] and stem.setup.variant.on_its_word:
                 check_copies(stem, runner)  # a loop that says it keeps all in its run directory, checked first
+            if o["share"] and not stem.setup.variant.keeps_checkpoint:  # crashlab's checkpoint is all its loops keep
+                check_merges(stem, runner, INSTEAD if stem.setup.variant.on_its_word else UNSHARED)
         plans = [plan(setup, stem, runner, o, bound, advance)
                  for setup, stem, o in zip(setups, stems, chosen, strict=True)]
         expect(bound.estimate)
@@ -89,11 +92,22 @@ def plan(setup: Setup, stem: Trunk, runner: Runner, options: dict, bound: Bound,
     the sweep without them grows here from `stem`, and each configuration they find is a tree of its own."""
     if not setup.faults.varying:
         return stem.run, [stem]
-    without = VariantSweep(stem.setup, stem.run, (stem.join(grow_here(stem, runner, advance)),))
+    without = Unvaried(stem.setup, stem.run, (stem.join(grow_here(stem, runner, advance)),), runner)
     began = time.perf_counter()
     trunks = [trunk(replace(setup, faults=config), runner, **options) for config in setup.faults.variations(without)]
     bound.check(setup, trunks, (time.perf_counter() - began) / max(1, len(trunks) * options["baselines"]))
     return without.first, trunks
+
+
+@dataclass(frozen=True)
+class Unvaried(VariantSweep):
+    """The sweep without the faults that vary, as they see it to find what they vary over: it can run the loop
+    once more, uninterrupted, under other faults (`crashlab.protocols.fault.Rerunning`)."""
+
+    runner: Runner
+
+    def rerun(self, faults: Faults) -> ScenarioRun:
+        return self.runner.scenario(replace(self.setup, faults=faults), (), ())
 
 
 @dataclass

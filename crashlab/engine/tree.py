@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from crashlab.errors import Stray
-from crashlab.protocols.death import Choice, Left
+from crashlab.protocols.death import Choice, Left, NoSuchChoice
 from crashlab.protocols.fault import Faults
 from crashlab.protocols.outcome import COUNT_HEADS, COUNT_KEYS, Counts, Failure, Outcome, failure, flaky_outcome
 from crashlab.protocols.points import named
@@ -32,6 +32,7 @@ from crashlab.protocols.scenario import (
     Trace,
     check_once,
     check_retrace,
+    profile_tag,
     scenario_id,
 )
 
@@ -227,8 +228,12 @@ class Branch:
         strayed = False
         for _ in range(self.repeat):
             try:
-                run = runner.scenario(self.setup, crashes, choices, watch=watch)
-            except Stray:  # a process finished without reaching its crash point
+                try:
+                    run = runner.scenario(self.setup, crashes, choices, watch=watch)
+                except NoSuchChoice as error:  # its death left fewer states than the same death of the run it repeats
+                    raise Stray(f"{error}, where the run it repeats left the one it names: the loop is not "
+                                "deterministic") from None
+            except Stray:  # a process finished without reaching its crash point, or its death left other states
                 if self.strays_fail:
                     raise
                 strayed = True
@@ -482,7 +487,7 @@ class VariantSweep:
         return total
 
     def _walk(self, tree: Tree) -> Iterator[ScenarioResult]:
-        slug, tags = self.setup.variant.slug, tree.faults.tag
+        slug, tags = self.setup.variant.slug, tree.faults.tag + profile_tag(self.setup.profile)
 
         def walk(life: Life, path: _Path) -> Iterator[ScenarioResult]:
             for result, nxt, further in self._forks(tree, life, path):
@@ -496,7 +501,7 @@ class VariantSweep:
 
     def _forks(self, tree: Tree, life: Life, path: _Path) -> Iterator[tuple[ScenarioResult, Life, _Path]]:
         """The scenarios that crash `life`, reached by `path`: each with the life after its crash, and its path."""
-        slug, tags = self.setup.variant.slug, tree.faults.tag
+        slug, tags = self.setup.variant.slug, tree.faults.tag + profile_tag(self.setup.profile)
         crashes, choices, points, hits, saves = path
         names = named(life.labels)
         for (j, choice), nxt in zip(life.forks, life.after, strict=True):

@@ -2,8 +2,11 @@
 
 A model that drifts names the calls of a reply it gives again anew, ``A#2`` for A the second time
 (``--drift ids``), and under ``--drift order`` also reverses them where no call of the reply refers
-to another. Duplicates and missing effects are counted by the job's call each record stands for,
-and a record filed under a name the run later replaced is an orphan too.
+to another. For a program swept with ``--command`` and ``--job``, the model crashlab's service plays
+drifts the same way under ``--drift ids`` (`crashlab.service.script`, ``--model-ids drifting``): a
+turn asked again gets the same calls under new tool-call IDs. Duplicates and missing effects are
+counted by the job's call each record stands for, and a record filed under a name the run later
+replaced is an orphan too.
 """
 
 from __future__ import annotations
@@ -12,8 +15,9 @@ from dataclasses import replace
 from functools import partial
 from typing import Any, ClassVar
 
+from crashlab.errors import BadInput
 from crashlab.job import Job, Turn
-from crashlab.protocols.fault import Fault, Setting
+from crashlab.protocols.fault import Fault, Serving, Setting
 from crashlab.protocols.points import Recorder
 from crashlab.world import Model, Parts
 
@@ -69,3 +73,11 @@ class DriftingModelFault(Fault):
 
     def parts(self, parts: Parts) -> Parts:
         return replace(parts, model=partial(DriftingModel, drift=self.value))
+
+    def serve(self, serving: Serving) -> Serving:
+        """The service's model names a turn's calls anew each time it is asked again; it keeps their order, so
+        ``--drift order`` has no form there yet."""
+        if self.chosen("drift") != "ids":
+            raise BadInput("--drift order has no form yet where crashlab's service plays the model: it names a turn's "
+                           "calls anew but keeps their order (--drift ids)")
+        return replace(serving, model_ids="drifting")

@@ -3,23 +3,31 @@
 A loop that runs its tool calls on threads is scheduled by the harness (`crashlab.protocols.schedule`):
 one thread runs at a time, and at each crash point, task start and end, and wait on another thread,
 a decision names which goes on. The plain sweep runs the default schedule (a thread goes on until it
-blocks or ends, then the first by number). Under this fault, the sweep also runs the schedules that
-depart from the default at one decision of the uninterrupted run, each a tree of its own, up to
-`--interleavings` of them (`LIMIT` unless told), the default first, in the order `schedules` gives
-(CHESS's: no preemption first).
+blocks or ends, then the first by number). Under this fault, the sweep first searches the schedules
+of the uninterrupted run for every order in which its calls can reach the world
+(`crashlab.faults.orders`), then runs, each a tree of its own: the default schedule, one schedule for
+each order the default does not reach, the default schedule with its restarts running their threads
+in each other order, then the schedules that depart from the default at one decision, in the order
+`schedules` gives (CHESS's: no preemption first); up to `--interleavings` of them in all (`LIMIT`
+unless told; ``all``: every one). The table says which orders it covered.
 Its value is the schedule: the option taken at each decision with several, from 1, dot-joined
 (``langgraph-parallel+interleave=1.1.2:5``: the first process takes the second thread at its third
-decision, and dies at its fifth crash point). Restarts run the default schedule.
+decision, and dies at its fifth crash point); then, after a dash, the threads every restart runs
+first, by number, where its restarts do not run the default schedule (``=1-3.2.1``: the last task a
+restart submits goes on while it can, then the one before). A restart's decisions depend on what
+its state left it to do, so its schedule names threads, not options.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from itertools import islice, permutations
 from typing import TYPE_CHECKING, ClassVar
 
 from crashlab.errors import BadInput
-from crashlab.protocols.fault import Capability, Fault, Faults, Serving, Swept
+from crashlab.faults.orders import Ran, Schedule, normal, ran, said, search
+from crashlab.protocols.fault import Capability, Fault, Faults, Rerunning, Serving, Swept
 from crashlab.protocols.scenario import EFFECTS
 
 if TYPE_CHECKING:
@@ -28,7 +36,8 @@ if TYPE_CHECKING:
 #: How many schedules a sweep under the fault runs at most, the default's included, unless `--interleavings`
 #: says otherwise. The table says how many it ran of how many there were.
 LIMIT = 8
-#: The most `--interleavings` takes: a tree each, and a sweep of more is a search, not a test.
+#: The most `--interleavings` takes (a tree each, and a sweep of more is a search, not a test), and the most
+#: schedules the search for every order of the calls runs.
 MOST = 10_000
 
 
@@ -45,7 +54,7 @@ class Decision:
     sleeps: bool = False  # taken as a thread sleeps (the story says so; the order does not depend on it)
 
 
-def schedules(decisions: Sequence[Decision], limit: int = LIMIT) -> tuple[list[tuple[int, ...]], int]:
+def schedules(decisions: Sequence[Decision], limit: int | None = LIMIT) -> tuple[list[tuple[int, ...]], int]:
     """The schedules one departure from the default makes, the default first, up to `limit`, and how many
     there are. As CHESS orders them, the departures that preempt no thread (another task begins when one
     blocks or ends) come before those that preempt one; among each, those between threads seen to do
@@ -82,14 +91,21 @@ def decisions_of(run: ScenarioRun) -> list[Decision]:
 
 @dataclass(frozen=True)
 class Interleave(Fault):
-    #: The most schedules a sweep under it runs: a bound on the search, not part of any scenario's ID.
-    limit: int = field(default=LIMIT, compare=False)
+    #: The most schedules a sweep under it runs (None: every one): a bound on the search, not part of any ID.
+    limit: int | None = field(default=LIMIT, compare=False)
+    #: A schedule of a sweep's: the order its calls reach the world in, and every order the search found.
+    reaches: str = field(default="", compare=False)
+    orders: tuple[str, ...] = field(default=(), compare=False)
+    #: ... and the order in which its restarts run their threads first (by number), and every such order.
+    restart: str = field(default="", compare=False)
+    restarts: tuple[str, ...] = field(default=(), compare=False)
 
     slug = "interleave"
     breaks = "the threads a loop runs its tool calls on take turns in another order, decided at each crash point"
-    adds = ("the default schedule, and each schedule that departs from it at one decision of the uninterrupted "
-            f"run, up to {LIMIT} or --interleavings (ID SLUG+interleave=P.Q.R:I, each the thread taken at a "
-            "decision)")
+    adds = ("the default schedule, a schedule for each other order in which the calls can reach the world, the "
+            "default with its restarts running their threads in each other order, and each schedule that departs "
+            f"from the default at one decision, up to {LIMIT} or --interleavings in all (ID SLUG+interleave=P.Q.R:I, "
+            "each the thread taken at a decision; =1-3.2.1: the threads a restart runs first)")
     needs: ClassVar[frozenset[Capability]] = frozenset()
     in_matrix: ClassVar[bool] = False
     schedules_threads: ClassVar[bool] = True
@@ -97,36 +113,84 @@ class Interleave(Fault):
     @classmethod
     def configured(cls, value: str | None = None) -> Fault:
         """Every schedule in turn, in a sweep; the one `value` names, in a scenario's ID."""
-        parts = value.split(".") if value else []
-        if not all(p.isascii() and p.isdigit() and int(p) > 0 and len(p) < 4 for p in parts) or len(parts) > 10_000:
+        picks, dash, first = (value or "").partition("-")
+        parts, firsts = picks.split(".") if picks else [], first.split(".") if first else []
+        if not all(p.isascii() and p.isdigit() and int(p) > 0 and len(p) < 4 for p in (*parts, *firsts)) or \
+                len(parts) > 10_000 or (dash and not firsts) or len(set(firsts)) < len(firsts):
             raise BadInput(f"+interleave={value}: a schedule is the option taken at each decision, from 1, "
-                           "dot-joined (=1, =1.2, ...)")
+                           "dot-joined (=1, =1.2, ...), and after a dash the threads a restart runs first, each once "
+                           "(=1.2-3.2.1)")
         while len(parts) > 1 and parts[-1] == "1":
             parts.pop()
-        return cls(".".join(parts))
+        return cls(".".join(parts or (["1"] if firsts else [])) + (f"-{'.'.join(firsts)}" if firsts else ""))
 
-    def schedule(self) -> tuple[int, ...]:
-        return tuple(int(p) for p in self.values)
+    def schedule(self, process: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """The first process's picks; a restart's threads that go first."""
+        picks, _, first = self.value.partition("-")
+        if process == 1:
+            return tuple(int(p) for p in picks.split(".") if p), ()
+        return (), tuple(int(t) for t in first.split(".") if t)
 
-    def variations(self, without: Swept) -> Iterable[Fault]:
-        if not without.setup.variant.scheduled:
+    def variations(self, without: Rerunning) -> Iterable[Fault]:
+        """The default schedule, one for each order of the calls it does not reach, the default's with its restarts
+        running their threads in each other order, then each of one departure, up to the bound; each knows the
+        orders it reaches, and every order there is."""
+        setup = without.setup
+        if not setup.variant.scheduled:
             raise BadInput(f"--fault interleave orders the threads of a loop that runs its tool calls on a thread "
-                           f"pool, and {without.setup.variant.slug}'s threads are not scheduled")
-        picked, _ = schedules(decisions_of(without.first), self.limit)
-        return [Interleave(".".join(map(str, picks))) for picks in picked]
+                           f"pool, and {setup.variant.slug}'s threads are not scheduled")
+        # The service names a request by its title or query: the order names it by its call, or its effect.
+        names = {repr(value): call.id for call in setup.job.calls for name, value in call.args.items()
+                 if name in ("title", "query")}
+        names.update({repr(e.title): e.name for e in setup.variant.service if e.title is not None})
+
+        def run(schedule: Schedule) -> Ran:
+            done = without.rerun(Faults.of([Interleave(dotted(schedule))])) if schedule else without.first
+            return ran(done.points.events, EFFECTS, names)
+
+        found = search(run, MOST)
+        # A restart that resumes the reply numbers its tasks from 1: it runs them in each order of the most tasks
+        # the first process could choose among at once.
+        tasks = list(range(1, 1 + max((len(set(threads) - {0}) for threads in run(()).options), default=0)))
+        firsts = [order for order in islice(permutations(tasks), MOST) if list(order) != tasks]
+        one, _ = schedules(decisions_of(without.first), None)
+        chosen = list(dict.fromkeys([((), ()), *((s, ()) for s in found.orders.values()), *(((), f) for f in firsts),
+                                     *((normal(s), ()) for s in one)]))[: self.limit]
+        reached = {**found.ran, **{s: run(s).order for s, _ in chosen if s not in found.ran}}
+        every = tuple(said(order) for order in found.orders)
+        restarts = tuple(said(tuple(map(str, order))) for order in (tasks, *firsts)) if tasks else ()
+        return [Interleave(dotted(s) + (f"-{'.'.join(map(str, f))}" if f else ""), self.limit, said(reached[s]), every,
+                           said(tuple(map(str, f or tasks))), restarts) for s, f in chosen]
 
     def explored(self, sweep: Swept) -> str:
-        """How many schedules the sweep ran, of how many one departure from the default makes."""
+        """Which orders of the calls the sweep's schedules reached, of every order the search found; and in which
+        orders its restarts ran their threads, of every order of them."""
         if self.value:
             return f"={self.value}"
-        return f"{len(sweep.trees)} of {schedules(decisions_of(sweep.first))[1]}"
+        ran = [f for tree in sweep.trees for f in tree.faults.members if isinstance(f, Interleave)]
+        every, reached = ran[0].orders, {f.reaches for f in ran}
+        restarts, restarted = ran[0].restarts, {f.restart for f in ran}
+        not_covered = [order for order in every if order not in reached]
+        not_restarted = [order for order in restarts if order not in restarted]
+        if not_covered or not_restarted:
+            orders = f"orders not covered: {', '.join(not_covered)}" if not_covered else \
+                f"{len(every)} of {len(every)} orders"
+            restarting = f"; restarts' orders not run: {', '.join(not_restarted)}" if not_restarted else ""
+            return f"{len(ran)} schedules, bounded at {self.limit}: {orders}{restarting}"
+        restarting = f"restarts in {len(restarts)} of {len(restarts)}, " if len(restarts) > 1 else ""
+        return f"{len(every)} of {len(every)} orders, {restarting}{len(ran)} schedules"
 
     def serve(self, serving: Serving) -> Serving:
         return serving
 
 
-def bounded(faults: Faults, limit: int) -> Faults:
-    """`faults`, their interleave fault running at most `limit` schedules (`--interleavings`)."""
+def dotted(schedule: Schedule) -> str:
+    """A schedule as its fault's value names it: the default is ``1``."""
+    return ".".join(map(str, schedule or (1,)))
+
+
+def bounded(faults: Faults, limit: int | None) -> Faults:
+    """`faults`, their interleave fault running at most `limit` schedules, or every one (`--interleavings`)."""
     if not any(isinstance(f, Interleave) for f in faults.members):
         raise BadInput("--interleavings bounds the schedules of --fault interleave: it needs --fault interleave")
     return Faults.of(replace(f, limit=limit) if isinstance(f, Interleave) else f for f in faults.members)

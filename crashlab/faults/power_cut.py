@@ -15,9 +15,11 @@ setting, so an ID on the default disk reads as it always did: ``+power-cut=file`
 
 A loop whose tools call crashlab's service runs for real (a framework, a loop of yours): there its
 run directory sits on the power-cut layer (`crashlab.durable.fuse`), and each death, once the process
-and all it started are killed, cuts the power there: every file the loop touched keeps only what its
-own syncs made durable. That leaves one state (``I~1``). The service runs on another machine, which
-keeps its power: cutting its database too is the next step.
+and all it started are killed, cuts the power there. The layer says how many states the loop's
+operations since their syncs admit where it died (at most `crashlab.durable.fuse.MOST`), each a
+scenario of its own, newest first as here: ``~1`` what a process crash leaves, the last only what
+the loop's own syncs made durable. The service runs on another machine, which keeps its power:
+cutting its database too is the next step.
 """
 
 from __future__ import annotations
@@ -72,22 +74,22 @@ class PowerCut(Fault):
             yield left.then(f"the power cut left {survivor.what}", s, replace(left.durable, files=files))
 
     def serve(self, serving: Serving) -> Serving:
-        """The service as it is: the cut is the loop's machine's (`died`), and leaves one state of its run directory."""
-        return replace(serving, leaves=(*serving.leaves,
-                                        "the power cut left in the run directory only what its syncs made durable"))
+        """The service as it is: the cut is the loop's machine's (`died`), and leaves one of the states its run
+        directory's page cache admits."""
+        return replace(serving, cuts=True)
 
     def died(self, machine: Machine) -> None:
         """Where the loop runs for real, its machine's power goes with it: the page cache under its run directory
-        (the forked runner's power-cut layer) keeps only what the loop's syncs made durable."""
+        (the forked runner's power-cut layer) keeps the state the scenario names, of those its syncs allow."""
         if machine.page_cache is not None:
-            machine.note("power-cut", lost=machine.page_cache.cut())
+            machine.note("power-cut", lost=machine.page_cache.cut(machine.state))
 
     def note(self, event: Event) -> str | None:
         """At the point ``renamed``, what the rename made durable on this disk, and what not yet; at a cut of
         a run directory on the power-cut layer, what it took back."""
         if event.kind == "power-cut":
             lost = event.detail["lost"]
-            return "the POWER is cut: " + ("; ".join(lost) if lost else "every file is as its last sync left it")
+            return "the POWER is cut: " + ("; ".join(lost) if lost else "every file is as the page cache held it")
         if event.kind != "point" or event.label != "renamed":
             return None
         sync = self.sync()

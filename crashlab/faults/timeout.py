@@ -21,7 +21,7 @@ from crashlab.errors import BadInput
 from crashlab.job import Call
 from crashlab.protocols.fault import Fault, Serving, Swept
 from crashlab.protocols.points import Event
-from crashlab.world import NoReply, Parts, Relay, Wire
+from crashlab.world import NoReply, Nth, Parts, Wire
 
 if TYPE_CHECKING:
     from crashlab.protocols.scenario import ScenarioRun
@@ -30,28 +30,19 @@ if TYPE_CHECKING:
 WAYS = ("applied", "lost")
 
 
-class Deadline(Relay):
+class Deadline(Nth):
     """A length of wire on which the `at`-th changing request of the scenario gets no reply in time."""
 
     def __init__(self, inner: Wire, at: int, applied: bool):
-        super().__init__(inner)
-        self.at = at
+        super().__init__(inner, at)
         self.applied = applied
-        self.sent = 0  # changing requests sent so far, over every process of the scenario
 
     def send(self, call: Call, args: dict[str, Any], key: str | None) -> int:
-        self.sent += 1
-        if self.sent != self.at:
+        if not self.counted():
             return self.inner.send(call, args, key)
         answer = self.inner.send(call, args, key) if self.applied else None
         self.tracker.points.note("no-reply", call.tool, call=call.id, key=key, applied=self.applied, answer=answer)
         raise NoReply(f"no reply to {call.tool} {call.id} in time")
-
-    def state(self) -> Any:
-        return self.sent
-
-    def restore(self, state: Any) -> None:
-        self.sent = state
 
 
 class Timeout(Fault):

@@ -14,6 +14,7 @@ from functools import partial
 from typing import Any, ClassVar
 
 from crashlab.job import Call
+from crashlab.profiles import Profile
 from crashlab.protocols.death import Death, Left
 from crashlab.protocols.fault import Fault, Serving, Setting
 from crashlab.protocols.points import Recorder
@@ -30,8 +31,9 @@ class CommittingTracker(Tracker):
     the next request (a write-behind cache).
     """
 
-    def __init__(self, points: Recorder, mode: TrackerMode, clock: Clock, commit: str = "ack-first"):
-        super().__init__(points, mode, clock)
+    def __init__(self, points: Recorder, mode: TrackerMode, clock: Clock, profile: Profile | None = None,
+                 commit: str = "ack-first"):
+        super().__init__(points, mode, clock, profile)
         self.commit = commit
         self._unsaved_records = 0
         self._unsaved_keys: set[str] = set()

@@ -27,7 +27,8 @@ CALL_FLAGS = ("fails_after_accept", "needs_approval")
 class Call:
     """One tool call of a model reply. Its ID is fixed by the script, so a repeated reply repeats it.
 
-    After validation `args` holds exactly the tool's arguments, each a string or an int.
+    After validation `args` holds exactly the tool's arguments, each a string or an int, for one of
+    crashlab's `TOOLS`; for a tool of a program's own (`own`), any JSON object.
     """
 
     id: str
@@ -41,9 +42,14 @@ class Call:
         return self.tool in CHANGING_TOOLS
 
     @property
+    def own(self) -> bool:
+        """Whether its tool is a program's own, not one of crashlab's: only a program (``--command``) can run it."""
+        return self.tool not in TOOLS
+
+    @property
     def ref(self) -> str | None:
         """The ID of the earlier call whose issue this comment targets (``"$A"`` gives ``"A"``)."""
-        issue = self.args.get("issue")
+        issue = self.args.get("issue") if self.tool == "comment" else None
         return issue[1:] if isinstance(issue, str) else None
 
 
@@ -80,6 +86,11 @@ class Job:
         layout it came in. Two jobs of one name that differ in any call have different fingerprints."""
         what = [self.name, self.run, [[[astuple(call) for call in turn.calls], turn.answer] for turn in self.turns]]
         return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()
+
+    @property
+    def own_tools(self) -> tuple[str, ...]:
+        """The tools of a program's own it calls, each once, in order: crashlab's loops run none of them."""
+        return tuple(dict.fromkeys(call.tool for call in self.calls if call.own))
 
     @property
     def changing_calls(self) -> tuple[Call, ...]:

@@ -3,13 +3,15 @@
 The reader trusts nothing in the file. It reads at most MAX_JOB_BYTES from a regular file, bounds
 the YAML's nesting and its size with aliases expanded, refuses duplicate keys and overlong integers
 while parsing, and then checks every field's type and size before anything walks a value: a job
-that loads can be swept by any loop on any store, and a job that does not is one `JobError` naming
-the file, the place and the problem.
+that loads can be swept on any store by any loop that runs its tools (crashlab's own run crashlab's
+three; a tool of a program's own, any name and JSON arguments, is played to a program as the model's
+reply), and a job that does not is one `JobError` naming the file, the place and the problem.
 """
 
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import re
 import stat
@@ -36,6 +38,12 @@ TEXT_LIMITS = {"title": 256, "query": 256, "body": 4096, "answer": 4096, "descri
 ONE_LINE = frozenset({"title", "query", "description"})
 #: Texts that say something only when they are not blank.
 NOT_BLANK = frozenset({"title", "query"})
+#: A tool of a program's own (`own_call`): named as OpenAI and Anthropic take a function's name.
+TOOL_GRAMMAR = "[A-Za-z0-9_-]{1,64}"
+TOOL_RULE = "1 to 64 ASCII letters, digits, '_' or '-', as the model providers take a function's name"
+#: How deep a program's tool's arguments may nest (the YAML's own bound is deeper than any real tool's schema).
+MAX_JSON_DEPTH = 24
+SURROGATE = re.compile(r"[\ud800-\udfff]")
 #: Issue numbers a comment may name: positive, and within a real tracker's 32-bit range.
 MAX_ISSUE = 2**31 - 1
 
@@ -214,18 +222,18 @@ def parse_call(raw: Any, fail: Callable[[str], JobError], created: set[str]) -> 
     tool, args = raw.get("tool"), raw.get("args", {})
     if not isinstance(tool, str):
         raise fail(f"tool must be a string (got {kind(tool)})")
-    if tool not in TOOLS:
-        raise fail(f"unknown tool {shown(tool)} (valid: {', '.join(TOOLS)})")
     if not isinstance(args, dict):
         raise fail(f"args must be a mapping (got {kind(args)})")
+    for flag in CALL_FLAGS:
+        if not isinstance(raw.get(flag, False), bool):
+            raise fail(f"{flag} must be true or false (got {kind(raw[flag])})")
+    if tool not in TOOLS:
+        return own_call(raw, tool, args, fail)
     wanted = TOOLS[tool]
     if len(args) != len(wanted) or any(name not in args for name in wanted):
         got = ", ".join(shown(name) for name in list(args)[:len(wanted) + 2]) or "none"
         more = ", …" if len(args) > len(wanted) + 2 else ""
         raise fail(f"{tool} takes exactly the args {', '.join(wanted)} (got {got}{more})")
-    for flag in CALL_FLAGS:
-        if not isinstance(raw.get(flag, False), bool):
-            raise fail(f"{flag} must be true or false (got {kind(raw[flag])})")
     for name in wanted:
         if name != "issue" and (problem := text_problem(args[name], name)):
             raise fail(problem)
@@ -240,6 +248,42 @@ def parse_call(raw: Any, fail: Callable[[str], JobError], created: set[str]) -> 
             raise fail(f"issue {issue} is out of range (1..{MAX_ISSUE})")
     return Call(id=raw["id"], tool=tool, args={name: args[name] for name in wanted},
                 **{flag: raw.get(flag, False) for flag in CALL_FLAGS})
+
+
+def own_call(raw: dict[str, Any], tool: str, args: dict[Any, Any], fail: Callable[[str], JobError]) -> Call:
+    """A call of a tool of a program's own: any name a provider takes, any JSON arguments. crashlab plays it to a
+    program (``--command``) as the model's reply and knows nothing more of it; its own loops cannot run it."""
+    if not re.fullmatch(TOOL_GRAMMAR, tool):
+        raise fail(f"tool {shown(tool)} is none of crashlab's ({', '.join(TOOLS)}) nor a tool's name: {TOOL_RULE}")
+    if problem := json_problem(args, "args"):
+        raise fail(problem)
+    if flagged := [flag for flag in CALL_FLAGS if flag in raw]:
+        raise fail(f"{flagged[0]} is for crashlab's own tools ({', '.join(TOOLS)}), which its agent loop runs; "
+                   f"{tool} is a program's own")
+    return Call(id=raw["id"], tool=tool, args=dict(args))
+
+
+def json_problem(value: Any, where: str, depth: int = 0) -> str | None:
+    """Why `value` is not JSON a model could send as a tool's arguments (a date, a set, a key that is not text, a
+    number that is not finite, a lone surrogate), or None when it is."""
+    if depth > MAX_JSON_DEPTH:
+        return f"{where} is nested deeper than {MAX_JSON_DEPTH} levels"
+    if isinstance(value, dict):
+        for name, item in value.items():
+            if not isinstance(name, str):
+                return f"{where} has the key {shown(name)}: a JSON object's keys are strings"
+            if problem := json_problem(item, f"{where}.{name}", depth + 1):
+                return problem
+        return None
+    if isinstance(value, list):
+        return next((p for k, item in enumerate(value) if (p := json_problem(item, f"{where}[{k}]", depth + 1))), None)
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"{where} is {value}, which JSON cannot say"
+    if isinstance(value, str) and (found := SURROGATE.search(value)):
+        return f"{where} holds the character {found.group()!a}, which UTF-8 cannot say"
+    if value is None or isinstance(value, str | int | float):
+        return None
+    return f"{where} must be JSON: a string, number, boolean, null, list or mapping (got {kind(value)})"
 
 
 # -- the shipped jobs ------------------------------------------------------------------------------

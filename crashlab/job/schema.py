@@ -4,7 +4,8 @@
 ("turn 2 call 1: title must be a string (got a list)") and list the valid choices, which msgspec's
 messages ("Expected `str`, got `array` - at `$.turns[1].calls[0].args.title`") do not. These types
 exist so that editors can check a job as it is typed; every limit in them is the reader's own
-constant, and a test holds the two to the same verdicts on the shipped and the hostile jobs.
+constant, and a test holds the schema and the reader to the same verdicts on the shipped and the
+hostile jobs.
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from typing import Annotated, Any
 import msgspec
 from msgspec import UNSET, Meta, Struct, UnsetType
 
-from crashlab.job.reader import ID_GRAMMAR, ID_RULE, MAX_ISSUE, TEXT_LIMITS
+from crashlab.job.calls import TOOLS
+from crashlab.job.reader import ID_GRAMMAR, ID_RULE, MAX_ISSUE, TEXT_LIMITS, TOOL_GRAMMAR, TOOL_RULE
 
 ID = Annotated[str, Meta(pattern=f"^{ID_GRAMMAR}$", description=ID_RULE)]
 #: Titles and queries: one line, not blank. JSON Schema cannot say "no control characters" briefly,
@@ -76,6 +78,14 @@ class Search(Strict, tag="search"):
     needs_approval: bool = False
 
 
+class OwnCall(Struct, forbid_unknown_fields=True):
+    """A tool of a program's own: any name but crashlab's three, any JSON arguments."""
+
+    id: ID
+    tool: Annotated[str, Meta(pattern=f"^{TOOL_GRAMMAR}$", description=TOOL_RULE)]
+    args: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
 class Turn(Struct, forbid_unknown_fields=True):
     """One model reply: either `calls` (run in order) or, last of all, `answer`. Exactly one of the two."""
 
@@ -93,15 +103,13 @@ class JobFile(Struct, forbid_unknown_fields=True):
 
 
 def job_schema() -> dict[str, Any]:
-    """The JSON Schema of a job file, for editors and other tools."""
-    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "title": "crashlab job",
-            **msgspec.json.schema(JobFile)}
-
-
-def conforms(data: Any) -> bool:
-    """Whether already-parsed YAML fits the schema (used by the tests that hold it to the reader)."""
-    try:
-        msgspec.convert(data, JobFile, strict=True)
-    except msgspec.ValidationError:
-        return False
-    return True
+    """The JSON Schema of a job file, for editors and other tools: crashlab's three tools' calls, each checked by its
+    arguments, or a call of a tool of a program's own (`OwnCall`), whose name is none of theirs."""
+    schema = msgspec.json.schema(JobFile)
+    own = msgspec.json.schema(OwnCall)["$defs"]["OwnCall"]
+    own["properties"]["tool"]["not"] = {"enum": list(TOOLS)}
+    schema["$defs"]["OwnCall"] = own
+    calls = schema["$defs"]["Turn"]["properties"]["calls"]["items"]
+    calls.pop("discriminator")  # a call's tool names its kind only among crashlab's; any other is a program's own
+    calls["anyOf"].append({"$ref": "#/$defs/OwnCall"})
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "title": "crashlab job", **schema}

@@ -35,7 +35,7 @@ from crashlab.loops.keys import key
 from crashlab.loops.life import Loop
 from crashlab.loops.tools import ToolSpec, invoke, toolbox
 from crashlab.protocols.run import Run
-from crashlab.world import DeskMode, TrackerMode, UnknownOutcome
+from crashlab.world import DeskMode, Failed, TrackerMode, UnknownOutcome
 
 # The rungs of the resolution ladder, in the order they are tried.
 RERUN = "rerun"  # a repeat is harmless: send it again
@@ -118,14 +118,20 @@ class AgentLoop(Loop):
         point("approval-saved")
         return decision
 
-    def settle(self, call: Call) -> None:
+    def settle(self, call: Call, failed: bool = False) -> None:
         """The resolution ladder: find out what became of a call whose outcome is unknown.
 
         A saved rung stands, but for a rerun whose key the receiver may no longer hold: the marker
-        has aged past the retention since, and the call goes down the ladder.
+        has aged past the retention since, and the call goes down the ladder. So does a rerun that
+        was answered with a failure (`failed`) again: a receiver that keeps a failure under its key
+        (Stripe v1) answers every rerun with it, and only a lookup or the person can tell.
         """
         saved = self.checkpoint.turns[-1].decisions.get(call.id)
-        rung, why = ladder(self.tools[call.tool], self.marker_age(call))
+        tool = self.tools[call.tool]
+        rung, why = ladder(tool, self.marker_age(call))
+        if failed and saved == RERUN:
+            rung = LOOKUP if tool.supports_lookup else ASK
+            why = "the rerun under the key was answered with a failure again: rerunning cannot settle it"
         if saved is None or (saved == RERUN and rung != RERUN):
             self.process.note("decision", rung, call=call.id, why=why)
             self.checkpoint = self.checkpoint.with_decision(call.id, rung)
@@ -156,6 +162,9 @@ class AgentLoop(Loop):
     def send_and_save(self, call: Call) -> None:
         try:
             result = invoke(self.world, call, self.checkpoint.results(), self.key(call) if call.changes else None)
+        except Failed:
+            self.settle(call, failed=True)  # a 5xx: the tracker may have made the effect before it failed
+            return
         except UnknownOutcome:
             self.settle(call)  # the tracker may have acted, and the loop cannot tell: the outcome is unknown
             return

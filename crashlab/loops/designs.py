@@ -22,9 +22,10 @@ from crashlab.loops.keys import key
 from crashlab.loops.life import Loop
 from crashlab.loops.tools import invoke
 from crashlab.protocols.run import Run
-from crashlab.world import NoReply
+from crashlab.world import Failed, NoReply
 
-#: How many times a design's client sends a request whose reply never came, as an HTTP client's retry policy does.
+#: How many times a design's client sends a request whose reply never came, or was a failure (5xx), as an HTTP
+#: client's retry policy does.
 TRIES = 3
 
 
@@ -133,12 +134,18 @@ class DesignLoop(Loop):
         self.save_result(call, self.make_call(call, self.checkpoint.results()))
 
     def make_call(self, call: Call, results: dict) -> object:
-        """Send the call (with its key, in a keyed design), and resend it while no reply comes back."""
+        """Send the call (with its key, in a keyed design), and resend it while no reply comes back or the reply is
+        a failure; the last failure is the call's result, as a tool reports an error to the model."""
         sent_key = key(self.checkpoint.run, call.id) if self.design.sends_keys and call.changes else None
         for attempt in range(1, TRIES + 1):
             try:
                 result = invoke(self.world, call, results, sent_key)
                 break
+            except Failed as failure:
+                if attempt == TRIES:
+                    result = f"failed: {failure}"
+                    break
+                self.process.note("retry", call.tool, call=call.id, why="the reply was a failure: the client resends")
             except NoReply:
                 if attempt == TRIES:
                     raise

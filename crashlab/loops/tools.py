@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from crashlab.job import Call
-from crashlab.world import KEY_RETENTION, NoSuchIssue, TrackerMode, TransportError, World
+from crashlab.world import KEY_RETENTION, Refused, TrackerMode, TransportError, World
 
 
 @dataclass(frozen=True)
@@ -30,7 +30,11 @@ class ToolSpec:
 
 
 def toolbox(tracker_mode: TrackerMode) -> dict[str, ToolSpec]:
-    """The tools as declared for a tracker in `tracker_mode`: a tool promises what its receiver does."""
+    """The tools as declared for a tracker in `tracker_mode`: a tool promises what its receiver does.
+
+    A keyed tool declares the default contract's retention (`KEY_RETENTION`, Stripe's 24 h), whatever
+    profile the tracker keeps: crashlab's loops are written against one documented contract, as a
+    real agent is, and a sweep under another profile (``--profile qonto``) shows what that costs."""
     def changing(name: str) -> ToolSpec:
         return ToolSpec(name, honours_keys=tracker_mode == "keyed",
                         supports_lookup=tracker_mode in ("keyed", "lookup", "fencing"),
@@ -51,7 +55,9 @@ def resolve(call: Call, results: dict[str, Any]) -> dict[str, Any]:
 
 def invoke(world: World, call: Call, results: dict[str, Any], key: str | None = None) -> Any:
     """Make the call against the tracker and return its result (an issue or comment number, or hits, or why it
-    made nothing: a comment on an issue the tracker does not hold is refused, and the refusal is its result).
+    made nothing: a comment on an issue the tracker does not hold is refused, as is a request the tracker's
+    profile refuses (no key where one is required, a key too long, a key's other payload), and the refusal
+    is its result).
 
     A changing request goes over the world's wire, which may fail it (`crashlab.world.UnknownOutcome`).
     A call marked ``fails_after_accept`` models an MCP server that dies mid-call, once: the tracker
@@ -60,7 +66,7 @@ def invoke(world: World, call: Call, results: dict[str, Any], key: str | None = 
     args = resolve(call, results)
     try:
         result = world.wire.send(call, args, key) if call.changes else world.tracker.search(call, args["query"])
-    except NoSuchIssue as refusal:
+    except Refused as refusal:
         return f"not made: the tracker refused it, {refusal}"
     if call.fails_after_accept and call.id not in world.servers_died:
         world.servers_died.add(call.id)

@@ -175,7 +175,7 @@ def read_effects(path: str) -> tuple[Effect, ...]:
 
 def setup(entry: Entry, effects: Iterable[str] | Mapping[str, Any] | Iterable[Effect], *, name: str = "loop",
           tracker: TrackerMode = "keyed", job: str | Job | None = None, service: YourService | None = None,
-          scheduled: bool = False, state_in_run_dir: bool = False) -> Setup:
+          scheduled: bool = False, state_in_run_dir: bool = False, fs_points: bool = False) -> Setup:
     """Your loop as crashlab runs it: a variant of its own, on a job of no turns (your loop is its own script), or,
     for a program that asks crashlab's model, on `job`, the `Job` whose model the service plays.
 
@@ -186,8 +186,11 @@ def setup(entry: Entry, effects: Iterable[str] | Mapping[str, Any] | Iterable[Ef
     the harness makes take turns in an order it decides and can replay (`crashlab.protocols.schedule`).
     `state_in_run_dir`: it keeps all it keeps in its run directory (and crashlab's service), so a sweep may restart
     it from copies of what each death left, each distinct state once; on its word, which each sweep checks first
-    (`crashlab.engine.copies`).
+    (`crashlab.engine.copies`). `fs_points`: a program's file operations in its run directory are crash points too.
     """
+    if fs_points and not isinstance(entry, Program):
+        raise BadInput("fs_points are a program's (--command): a loop of yours marks its own points with "
+                       "crashlab.point(label)")
     if not callable(entry):  # else found only in the forked child, as its first process fails
         raise BadInput(f"the loop's entry is a function, entry(run) or entry(), not {shown(repr(entry))} (a "
                        f"{type(entry).__name__})")
@@ -226,7 +229,7 @@ def setup(entry: Entry, effects: Iterable[str] | Mapping[str, Any] | Iterable[Ef
                            "start from a copy of what a death left: sweep it without --state-in-run-dir")
     variant = Variant(name, name, name, entry, tracker=tracker, table="loop", runners=frozenset({"forked"}),
                       keeps_checkpoint=False, kept_in_directory=state_in_run_dir, on_its_word=state_in_run_dir,
-                      effects=names, service=served, stands_in=service, scheduled=scheduled)
+                      effects=names, service=served, stands_in=service, scheduled=scheduled, fs_points=fs_points)
     if isinstance(job, Job):
         return Setup(variant, job)
     job = job or name

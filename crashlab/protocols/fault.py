@@ -25,6 +25,7 @@ from itertools import product
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from crashlab.errors import BadInput
+from crashlab.profiles import DEFAULT
 from crashlab.protocols.death import Death, Left
 from crashlab.protocols.points import Event
 from crashlab.world import Parts, WorldState
@@ -53,12 +54,30 @@ class Swept(Protocol):
     def scenarios(self) -> Iterator[ScenarioResult]: ...
 
 
+class Rerunning(Swept, Protocol):
+    """The sweep without the faults that vary, which can run the loop once more, uninterrupted, under other faults:
+    what a fault that searches (the orders of a loop's parallel calls) runs to find what it varies over."""
+
+    def rerun(self, faults: Faults) -> ScenarioRun: ...
+
+
 class PageCache(Protocol):
     """What a runner that runs processes for real can offer a fault: the page cache under the loop's run
     directory, which can be cut as a power cut would (`crashlab.durable.fuse.Layer`)."""
 
-    def cut(self) -> list[str]:
-        """Drop every write no sync made durable; what was taken back, as people read it."""
+    def states(self) -> int:
+        """How many states a cut now would leave, newest first: the first a process crash's, the last the most a
+        cut can take (only what syncs made durable)."""
+        ...
+
+    def sync(self) -> None:
+        """Make everything durable, as ``sync(2)`` does: the runner calls it for the loop, whose call the page
+        cache cannot see."""
+        ...
+
+    def cut(self, state: int | None = None) -> list[str]:
+        """Leave the `state`-th state the last `states` counted (None: the most a cut can take); what was taken
+        back, as people read it."""
         ...
 
 
@@ -69,6 +88,9 @@ class Machine:
 
     page_cache: PageCache | None
     note: Callable[..., None]  # `Recorder.note`: an event of the fault's own, for the story
+    #: Which of the states the page cache admits the death leaves (from 1, newest first), as the scenario's
+    #: choice names it; None: the most a cut can take.
+    state: int | None = None
 
 
 @dataclass(frozen=True)
@@ -91,7 +113,11 @@ class Serving:
     `downtimes`, each death leaves one state per downtime (its choice, ``I~S``): the service's clock
     moves on by it before the restart. Its person answers question `wrong_at` wrong. With `late`, a
     death at its point ``sent`` leaves the request on the wire, and each point of the restart where it
-    may land is a state (its choice, ``I~K``), open-ended as the restart's points are.
+    may land is a state (its choice, ``I~K``), open-ended as the restart's points are. With `cuts`, the
+    loop's machine loses power at each death, and its run directory keeps one of the states its page
+    cache admits where it died (its choice, ``I~S``). `model_ids` is how the job's model it plays to a
+    program names its calls again. It keeps `profile`'s idempotency contract (`crashlab.profiles`), and
+    with `failed_after` it commits its K-th changing request and then answers it with a 500.
     """
 
     commit: str = "one-txn"
@@ -101,8 +127,12 @@ class Serving:
     wrong_at: int = 0  # the question (from 1) its person answers wrong; 0: none
     no_reply: str = ""  # "K-applied" or "K-lost": its K-th changing request gets no reply in time
     late: bool = False
-    #: What a fault makes of each death's state besides the crash, as people read it: one choice each (``I~1``).
-    leaves: tuple[str, ...] = ()
+    cuts: bool = False
+    #: How the model it plays to a program (``--command`` with ``--job``) names a reply's tool calls when a turn is
+    #: asked again: ``stable`` (as before) or ``drifting`` (anew, as a real provider does).
+    model_ids: str = "stable"
+    profile: str = DEFAULT
+    failed_after: int = 0  # the changing request (from 1) it answers with a 500 after committing it; 0: none
 
 
 @dataclass(frozen=True)
@@ -220,7 +250,7 @@ class Fault:
         """How many crashes a scenario under it may have, given the sweep's depth."""
         return depth
 
-    def variations(self, without: Swept) -> Iterable[Fault]:
+    def variations(self, without: Rerunning) -> Iterable[Fault]:
         """The faults a sweep runs, each a sweep of its own; `without` is the sweep without this fault."""
         return (self,)
 
@@ -240,8 +270,9 @@ class Fault:
         """What a table's ``orders`` column says of the schedules `sweep` ran under this fault, if anything."""
         return ""
 
-    def schedule(self) -> tuple[int, ...] | None:
-        """The schedule of the first process's threads (`crashlab.protocols.schedule`), if it names one."""
+    def schedule(self, process: int) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+        """The schedule of process `process`'s threads (`crashlab.protocols.schedule`), if it names one: the option
+        taken at each decision (the first process's), and the threads that go first (a restart's)."""
         return None
 
     def serve(self, serving: Serving) -> Serving | None:
@@ -347,15 +378,15 @@ class Faults:
             state = fault.begin(earlier) or state
         return state
 
-    def schedule(self, process: int) -> tuple[int, ...]:
-        """The schedule of process `process`'s threads: the one a fault names for the first, else the default."""
-        if process != 1:
-            return ()
-        return next((s for f in self.members if (s := f.schedule()) is not None), ())
+    def schedule(self, process: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """The schedule of process `process`'s threads, `picks` and `first`: the one a fault names, else the
+        default."""
+        return next((s for f in self.members if (s := f.schedule(process)) is not None), ((), ()))
 
-    def serving(self) -> Serving:
-        """How crashlab's service runs under every member; a member with no form there is refused in one line."""
-        serving = Serving()
+    def serving(self, profile: str = DEFAULT) -> Serving:
+        """How crashlab's service runs under every member, keeping `profile`'s contract; a member with no form there
+        is refused in one line."""
+        serving = Serving(profile=profile)
         for fault in self.members:
             served = fault.serve(serving)
             if served is None:
@@ -393,7 +424,7 @@ class Faults:
         no value names one."""
         return tuple(f for f in self.members if type(f).variations is not Fault.variations and not f.value)
 
-    def variations(self, without: Swept) -> Iterator[Faults]:
+    def variations(self, without: Rerunning) -> Iterator[Faults]:
         """The fully configured faults a sweep under these runs, one tree each: every combination of the
         varying faults' configurations, found from `without`, the sweep under the faults that do not vary."""
         choices = [list(f.variations(without)) if f in self.varying else [f] for f in self.members]

@@ -13,7 +13,7 @@ from typing import Any
 
 from crashlab.durable.checkpoint import Checkpoint
 from crashlab.job import Call, intended
-from crashlab.world import Record, World
+from crashlab.world import CONTRACT_REFUSAL, Record, World
 
 
 @dataclass(frozen=True)
@@ -133,9 +133,12 @@ def outcome_of(world: World, effects: Sequence[Call], final: Checkpoint | None, 
     turns = final.turns if final else ()
     results = {intended(cid): result for cid, result in final.results().items()} if final else {}
     # Not made, by the loop's own account: the person refused it, or a text is its saved result (the
-    # person refused it, or the issue it comments on was never made).
+    # person refused it, or the issue it comments on was never made). Not a request the receiver's
+    # contract refused (no key where one is required): the loop lost that effect by how it sent it.
     refused = {intended(cid) for turn in turns for cid, ok in turn.approvals.items() if not ok}
-    refused |= {cid for cid, result in results.items() if isinstance(result, str)}
+    texts = {cid for cid, result in results.items() if isinstance(result, str)}
+    contract = {cid for cid in texts if CONTRACT_REFUSAL in results[cid]}
+    refused |= texts - contract
     dups, missing, wrong = {}, [], []
     for call in effects:
         made = world.made_by(call.id)
@@ -143,7 +146,7 @@ def outcome_of(world: World, effects: Sequence[Call], final: Checkpoint | None, 
             dups[call.id] = len(made) - 1
         elif not made and call.id not in refused and finished:
             missing.append(call.id)
-        if final and not _meant(world, call, made, results, call.id in refused):
+        if final and not _meant(world, call, made, results, call.id in refused | contract):
             wrong.append(call.id)
     saved = {call.id for turn in turns for call in turn.calls} or {call.id for call in effects}
     orphans = sum(1 for r in world.tracker.records[world.earlier:] if r.call not in saved and r.call != "search")

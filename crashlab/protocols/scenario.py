@@ -2,8 +2,9 @@
 
 Scenario ``SLUG:I`` crashes the first process at its I-th crash point, then lets a restart finish;
 ``SLUG:I:J`` also crashes that restart at its J-th point, and a third process finishes. Faults
-beyond the crash are named after the slug (``SLUG+FAULT=VALUE:I~S``), so an ID alone names
-everything needed to run the scenario again.
+beyond the crash are named after the slug (``SLUG+FAULT=VALUE:I~S``), and the receiver's
+idempotency contract after them where it is not the default's (``SLUG+FAULT@qonto:I~S``,
+`crashlab.profiles`), so an ID alone names everything needed to run the scenario again.
 
 A scenario is only counted when it is sound: every process meant to die died where it was told
 and did nothing after, the last process finished the run, and each process retraced the run it
@@ -24,6 +25,8 @@ from crashlab.durable.checkpoint import Checkpoint
 from crashlab.durable.store import Store
 from crashlab.errors import BadInput, HarnessError, Stray
 from crashlab.job import Job, shown
+from crashlab.job import intended as intended_call
+from crashlab.profiles import DEFAULT, find
 from crashlab.protocols.death import Choice, Left
 from crashlab.protocols.fault import Faults, parse_tags
 from crashlab.protocols.outcome import Outcome, outcome_of
@@ -88,14 +91,25 @@ def trace_of(events: Iterable[Event], process: int) -> Trace:
 
 @dataclass(frozen=True)
 class Setup:
-    """What a scenario runs: a variant on a job, under faults."""
+    """What a scenario runs: a variant on a job, under faults, against a tracker keeping `profile`'s contract."""
 
     variant: Variant
     job: Job
     faults: Faults = field(default_factory=Faults)
+    profile: str = DEFAULT
 
     def id(self, crashes: tuple[int, ...] = (), choices: tuple[Choice, ...] = ()) -> str:
-        return scenario_id(self.variant.slug, self.faults.tag, crashes, choices)
+        return scenario_id(self.variant.slug, self.faults.tag + profile_tag(self.profile), crashes, choices)
+
+    @property
+    def plays_model(self) -> bool:
+        """Whether crashlab's service plays the job's model here: to a program (``--command``) on a job with calls."""
+        return isinstance(self.variant.entry, Program) and bool(self.job.calls)
+
+
+def profile_tag(profile: str) -> str:
+    """A scenario ID's part for the receiver's contract: ``@SLUG``, or nothing for the default's."""
+    return "" if profile == DEFAULT else f"@{profile}"
 
 
 def scenario_id(slug: str, tags: str, crashes: tuple[int, ...], choices: tuple[Choice, ...] = ()) -> str:
@@ -109,6 +123,7 @@ def scenario_id(slug: str, tags: str, crashes: tuple[int, ...], choices: tuple[C
 #: for the state its death left. A sign is allowed by the grammar so that ``keys:-1`` is answered "out
 #: of range", not "malformed".
 SCENARIO_ID = re.compile(r"(?P<slug>[a-z][a-z0-9-]*)(?P<faults>(?:\+[a-z][a-z0-9-]*(?:=[A-Za-z0-9._-]+)?)*)"
+                         r"(?:@(?P<profile>[a-z][a-z0-9-]*))?"
                          r"(?P<crashes>(?::-?[0-9]+(?:~[0-9]+(?:\.[0-9]+)*)?)*)")
 #: Far deeper than any sweep goes: it only keeps a pasted ID from running for ever.
 MAX_CRASHES = 100
@@ -128,6 +143,7 @@ class ScenarioId:
     faults: Faults
     crashes: tuple[int, ...]
     choices: tuple[Choice, ...] = ()
+    profile: str = DEFAULT
 
 
 def parse_scenario_id(text: str, variants: Mapping[str, Variant]) -> ScenarioId:
@@ -142,6 +158,13 @@ def parse_scenario_id(text: str, variants: Mapping[str, Variant]) -> ScenarioId:
         raise ScenarioError(f"unknown variant {shown(slug)} (valid: {', '.join(variants)})")
     try:
         faults = parse_tags(match["faults"])
+    except BadInput as error:
+        raise ScenarioError(f"scenario {shown(text)}: {error}") from None
+    profile = match["profile"] or DEFAULT
+    if profile == DEFAULT and match["profile"]:
+        raise ScenarioError(f"scenario {shown(text)}: the default profile is named by no @{DEFAULT}")
+    try:
+        find(profile)
     except BadInput as error:
         raise ScenarioError(f"scenario {shown(text)}: {error}") from None
     parts = [part.split("~") for part in match["crashes"][1:].split(":")] if match["crashes"] else []
@@ -168,7 +191,7 @@ def parse_scenario_id(text: str, variants: Mapping[str, Variant]) -> ScenarioId:
                                     "scenario is its value: SLUG+FAULT=VALUE:I)")
             raise ScenarioError(f"scenario {shown(text)}: under {', '.join(choosing)} every crash names the state its "
                                 f"death left, one number each: I~{'.'.join('S' * len(choosing))}")
-    return ScenarioId(variants[slug], faults, tuple(int(part[0]) for part in parts), choices)
+    return ScenarioId(variants[slug], faults, tuple(int(part[0]) for part in parts), choices, profile)
 
 
 @dataclass
@@ -277,8 +300,12 @@ def check_once(run: ScenarioRun) -> None:
                        f"{run.setup.job.name}: point its client at OPENAI_BASE_URL (or ANTHROPIC_BASE_URL), as the "
                        "official SDKs do, or sweep it without --job")
     outcome = run.outcome(run.world.model.calls)
+    # An effect whose request the receiver's idempotency contract refused (no key where one is required) is the
+    # loop's to lose: the table counts it missing, as it is under that contract.
+    refused = {intended_call(e.detail["call"]) for e in run.points.events
+               if e.kind == "refused" and e.detail.get("contract")}
     wrong = [f"{effect} {n + 1} times" for effect, n in outcome.dups.items()]
-    wrong += [f"{effect} not at all" for effect in outcome.missing]
+    wrong += [f"{effect} not at all" for effect in outcome.missing if effect not in refused]
     if outcome.orphans:
         named = {c.id for c in run.setup.variant.intended(run.setup.job)}
         strays = sorted({r.call for r in run.world.tracker.records if r.call not in named})

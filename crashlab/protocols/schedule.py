@@ -30,7 +30,10 @@ thread is 0; each task its number in the order of submission). A decision with m
 thread to choose from is noted (``schedule``, as is each change of thread without one, so that
 the story says which thread passed each point), and `picks` can choose otherwise: the k-th entry
 (from 1) is the option taken at the k-th such decision, so a schedule is a list of small numbers,
-and any schedule a sweep ran is replayed from it.
+and any schedule a sweep ran is replayed from it. A restart's decisions depend on what its state
+left it to do, so a schedule for it is given otherwise: `first`, the threads by number in the order
+they go first wherever they can (``3, 2, 1``: the last task submitted runs while it can, then the
+one before), every thread it does not name after them, as by default.
 
 What it cannot see: a thread started by `threading.Thread` (it runs unscheduled, as before), a
 pool other than `ThreadPoolExecutor`, the order in which sockets outside the process become ready
@@ -81,8 +84,9 @@ class Pool:
 class Scheduler:
     """The baton, and every thread that may hold it. `picks` chooses at each decision with options."""
 
-    def __init__(self, picks: Sequence[int] = (), note: Callable[..., None] | None = None):
+    def __init__(self, picks: Sequence[int] = (), note: Callable[..., None] | None = None, first: Sequence[int] = ()):
         self.picks = tuple(picks)
+        self.first = tuple(first)
         self.note = note
         self.lock = threading.Condition(threading.Lock())
         self.threads: dict[int, Thread] = {}
@@ -182,7 +186,8 @@ class Scheduler:
             return
         chosen = can[0]
         if len(can) > 1:
-            pick = self.picks[self.decisions] if self.decisions < len(self.picks) else 1
+            pick = self.picks[self.decisions] if self.decisions < len(self.picks) else \
+                1 + can.index(min(can, key=self._rank)) if self.first else 1
             if not 1 <= pick <= len(can):
                 raise HarnessError(f"schedule decision {self.decisions + 1} has {len(can)} threads to choose "
                                    f"from, not {pick}")
@@ -199,6 +204,10 @@ class Scheduler:
         self.holder = chosen
         chosen.state = "granted"
         self.lock.notify_all()
+
+    def _rank(self, t: Thread) -> int:
+        """Where `first` puts a thread: those it names in its order, then every other."""
+        return self.first.index(t.number) if t.number in self.first else len(self.first)
 
     @staticmethod
     def _can_run(t: Thread) -> bool:
@@ -231,11 +240,13 @@ def pause() -> None:
 
 
 @contextmanager
-def scheduling(picks: Sequence[int] = (), note: Callable[..., None] | None = None) -> Iterator[Scheduler]:
-    """Schedule the threads of the loop this thread runs, as `picks` chooses, for the life of the block."""
+def scheduling(picks: Sequence[int] = (), note: Callable[..., None] | None = None,
+               first: Sequence[int] = ()) -> Iterator[Scheduler]:
+    """Schedule the threads of the loop this thread runs, as `picks` (then `first`) chooses, for the life of the
+    block."""
     global _scheduler
     _patch()
-    before, _scheduler = _scheduler, Scheduler(picks, note)
+    before, _scheduler = _scheduler, Scheduler(picks, note, first)
     try:
         yield _scheduler
     finally:

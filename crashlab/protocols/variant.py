@@ -11,8 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from crashlab.job import Call, Job
-from crashlab.protocols.run import Entry
+from crashlab.job import TOOLS, Call, Job
+from crashlab.protocols.run import Entry, Program
 from crashlab.world import DeskMode, TrackerMode
 from crashlab.world.effects import Effect, of_job
 
@@ -77,6 +77,17 @@ class Variant:
     #: its tool calls on a thread pool. Off for every other loop, whose own waits (an event loop's, a lock's)
     #: the scheduler cannot see and would deadlock on.
     scheduled: bool = False
+    #: A program's file operations in its run directory are crash points too (every fsync, fdatasync, rename,
+    #: unlink and close after a write), told by the file-system layer it runs on (`crashlab.durable.fuse`).
+    fs_points: bool = False
+
+    def cannot_run(self, job: Job) -> str | None:
+        """Why it cannot run `job`, or None: a tool of a program's own, which only a program (``--command``) can
+        call, crashlab's loops calling crashlab's; else its own reason (`refuses`)."""
+        if job.own_tools and not isinstance(self.entry, Program):
+            return (f"{job.source}: it calls {job.own_tools[0]!r}, a tool of a program's own, which only a program "
+                    f"(--command) runs: {self.slug} calls crashlab's tools ({', '.join(TOOLS)})")
+        return self.refuses(job)
 
     @property
     def calls_service(self) -> bool:

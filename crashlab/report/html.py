@@ -62,11 +62,12 @@ def read_results(directory: str | Path) -> dict[str, Any]:
                            "python": manifest.get("python", "?")}}
 
 
-def render(data: dict[str, Any]) -> str:
-    """The page: the template with the data in it, as JSON no `</script>` inside can end early."""
+def render(data: dict[str, Any], beside: str) -> str:
+    """The page: the template with the data in it, as JSON no `</script>` inside can end early, and the
+    tables beside the timelines (`crashlab.report.sections`) as HTML after them."""
     page = resources.files("crashlab.report").joinpath("report.html").read_text(encoding="utf-8")
     blob = json.dumps(data, separators=(",", ":")).replace("<", "\\u003c")
-    return page.replace("/*DATA*/{}", blob, 1)
+    return page.replace("/*DATA*/{}", blob, 1).replace("<!--BESIDE-->", beside, 1)
 
 
 def _machine(said: Any) -> str:

@@ -40,14 +40,14 @@ def find_repeats(scenario_id: str, job: Job, variants: Mapping[str, Variant],
     """`find_scenario`, run `repeat` times: a flaky scenario shows what each of its ways comes to."""
     parsed = parse_scenario_id(scenario_id, variants)
     variant = parsed.variant
-    if reason := variant.refuses(job):
+    if reason := variant.cannot_run(job):
         raise ScenarioError(reason)
-    setup = Setup(variant, job, parsed.faults)
+    setup = Setup(variant, job, parsed.faults, parsed.profile)
     spec = RunnerSpec("in-process" if "in-process" in variant.runners else "forked")
     spec.check(setup)
     crashes, choices = parsed.crashes, parsed.choices
     with spec.open() as runner:
-        baseline = runner.scenario(Setup(variant, job), ())
+        baseline = runner.scenario(Setup(variant, job, profile=parsed.profile), ())
         for k, point in enumerate(crashes):
             reached = runner.scenario(setup, crashes[:k], choices[:k]).passed(k + 1)
             if not 1 <= point <= reached:
@@ -137,7 +137,7 @@ def size(n: int) -> str:
 
 
 #: Notes that say what the next crash point means; they are printed on that point's line.
-ATTACHED = {"save", "request", "model"}
+ATTACHED = {"save", "request", "model", "task"}
 
 
 def note(event: Event, faults: Faults = Faults()) -> str:
@@ -154,11 +154,18 @@ def note(event: Event, faults: Faults = Faults()) -> str:
             return f"search {d['call']} → issues {d['answer']} (read only)"
         sent = f"key {d['key'][:12]}…" if d["key"] else "no key"
         if d["applied"] and d.get("forgot"):
+            kept = d.get("kept", KEY_RETENTION)
             return (f"{event.label} {d['call']} ({sent}): the tracker has FORGOTTEN the key "
-                    f"(kept {KEY_RETENTION:g} h), APPLIES it again, #{d['answer']}")
+                    f"(kept {kept:g} h), APPLIES it again, #{d['answer']}")
         if d["applied"]:
             return f"{event.label} {d['call']} ({sent}): the tracker APPLIES it, #{d['answer']}"
         return f"{event.label} {d['call']} ({sent}): the tracker knows the key, answers #{d['answer']}, changes nothing"
+    if event.kind == "task":
+        sent = f"key {d['key'][:12]}…" if d["key"] else "no key"
+        said = f"{event.label} {d['call']} ({sent})"
+        if d.get("known"):
+            return f"{said}: the service knows the key, answers task {d['task']}, makes nothing"
+        return f"{said}: the service MAKES task {d['task']}, durable before its handle leaves"
     if event.kind == "decision":
         return f"{d['call']} has a marker and no result: the ladder says {event.label.upper()}, {d['why']}"
     if event.kind == "ask":
@@ -332,10 +339,13 @@ def service_points_only(run: ScenarioRun) -> str | None:
     if not passed or not all(p.detail.get("service") for p in passed):
         return None
     labels = ", ".join(dict.fromkeys(p.label for p in passed))
+    if isinstance(run.setup.variant.entry, Program) and run.setup.variant.fs_points:
+        return (f"crashlab sees this program only at its service's points ({labels}): it wrote, synced, "
+                "renamed and unlinked no file in its run directory, so no death falls between its own steps")
     if isinstance(run.setup.variant.entry, Program):  # a program imports nothing of crashlab's to mark points with
-        return (f"crashlab sees this program only at its service's points ({labels}): a death between its own "
-                "steps (after it saves its progress, say) is not swept yet; the file-system points that would show "
-                "one (each fsync and rename in its run directory) are crashlab's next step")
+        return (f"crashlab sees this program only at its service's points ({labels}): sweep it with --fs-points, "
+                "and each fsync, fdatasync, rename, unlink and close after a write in its run directory is a crash "
+                "point too, so a death between its own steps (after it saves its progress, say) is swept")
     return (f"crashlab sees this loop only at its service's points ({labels}): mark where it can die with "
             "crashlab.point(label) (after each save of its progress, say), and a sweep kills it there too")
 

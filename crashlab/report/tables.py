@@ -10,6 +10,7 @@ import csv
 import io
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from crashlab.engine.tree import Row
@@ -102,6 +103,40 @@ def table(rows: Sequence[Row], columns: Columns) -> str:
     heads = ["variant", *(HEADS[key] for key in columns)]
     body = [[row.name, *(cell(row, key) for key in columns)] for row in rows]
     return grid(body, heads, "github")
+
+
+#: The loop × profile table's columns (`crashlab sweep --profile`): what an idempotency contract changes.
+PROFILE_COLUMNS: Columns = ("scenarios", "with_dups", "dups", "missing", "wrong", "asks", "calls_plus")
+
+
+@dataclass(frozen=True)
+class Failed:
+    """A loop × profile row with no counts: the loop could not run under the profile's contract, and why."""
+
+    variant: str
+    name: str
+    failed: str  # one line
+
+
+def by_profile(rows: Sequence[tuple[str, Row | Failed]]) -> str:
+    """The loop × profile table: a line per loop and profile it was swept under, the loop's lines together; a row
+    that failed has blank counts, and a last column says why (there only if one did)."""
+    failed = any(isinstance(row, Failed) for _, row in rows)
+    heads = ["variant", "profile", *(HEADS[key] for key in PROFILE_COLUMNS), *(["failed"] if failed else [])]
+    body = [[row.name, profile, *(cell(row, key) for key in PROFILE_COLUMNS), *([""] if failed else [])]
+            if isinstance(row, Row) else [row.name, profile, *(None for _ in PROFILE_COLUMNS), row.failed]
+            for profile, row in rows]
+    return grid(body, heads, "github")
+
+
+def profile_records(rows: Sequence[tuple[str, Row | Failed]], columns: Columns) -> list[dict[str, Any]]:
+    """The loop × profile rows as data: each row's record (`records`), with the profile it was swept under; a row
+    that failed has every count null and says why in `failed`."""
+    blank = {key: None for key in record_keys(columns) if key not in ("variant", "name")}
+    return [{"variant": row.variant, "name": row.name, "profile": profile,
+             **(records([row], columns)[0] if isinstance(row, Row) else {**blank, "by_depth": None,
+                                                                          "failed": row.failed})}
+            for profile, row in rows]
 
 
 def grid(body: Sequence[Sequence[Any]], headers: Sequence[str] = (), style: str = "plain") -> str:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from crashlab.durable.store import StoreKind
 from crashlab.errors import BadInput
+from crashlab.profiles import DEFAULT
 from crashlab.protocols.runner import TIME_LIMIT, Runner
 from crashlab.protocols.scenario import Setup
 from crashlab.protocols.variant import RunnerKind
@@ -95,12 +96,17 @@ def check_runs(setup: Setup, spec: RunnerSpec) -> None:
                        "been checked to repeat itself under that fault (under timeout it hung): sweep it under "
                        "crash or interleave")
     if variant.stands_in is not None:
+        if setup.profile != DEFAULT:
+            raise BadInput(f"--profile {setup.profile}: a service of yours keeps its own idempotency contract, which "
+                           "crashlab does not set: sweep it without --profile")
         if faults:
             raise BadInput(f"--fault {faults.members[0].slug}: crashlab breaks only what it runs, and a service of "
                            "yours it does not run: sweep it under the crash alone")
         return
     if variant.calls_service:  # its world is crashlab's service, and a fault breaks the service, not a world in memory
-        faults.serving()
+        if faults.serving().model_ids != "stable" and not setup.plays_model:
+            raise BadInput(f"--fault drifting-model drifts the model crashlab's service plays to a program (--command "
+                           f"with --job): {variant.slug} asks it nothing")
         if cutting := next((f for f in faults.members if f.cuts), None):
             from crashlab.durable.fuse import unusable
 

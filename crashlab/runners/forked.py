@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import socket
 import tempfile
 import threading
 import time
@@ -33,8 +34,9 @@ import msgspec
 
 from crashlab.durable.checkpoint import Checkpoint
 from crashlab.durable.content import content
-from crashlab.durable.state import Durable, OnDisk
-from crashlab.durable.store import Files, FileStore
+from crashlab.durable.directory import Entries, Entry, put, taken
+from crashlab.durable.state import Durable, Kept, OnDisk
+from crashlab.durable.store import FileStore
 from crashlab.errors import HarnessError
 from crashlab.lifeline import dies_with
 from crashlab.protocols.death import Choice, Left, chosen
@@ -44,11 +46,12 @@ from crashlab.protocols.run import Run
 from crashlab.protocols.runner import TIME_LIMIT
 from crashlab.protocols.scenario import ScenarioRun, Setup, check_death, check_finished
 from crashlab.protocols.variant import RunnerKind
-from crashlab.runners.group import Boundary, Child, Hung, Outlived
+from crashlab.runners.confined import check_inside, confine
+from crashlab.runners.group import Boundary, Child, Hung, Outlived, entered
 from crashlab.runners.group import die as group_die
 from crashlab.runners.group import stop as group_stop
 from crashlab.runners.output import Output, flush
-from crashlab.runners.served import RUN_DIR, LoopFailed, Outside, Services, ended_by, served_world
+from crashlab.runners.served import RUN_DIR, LoopFailed, Outside, Services, ended_by, refused_by, served_world
 from crashlab.runners.turns import turns
 from crashlab.scratch import remove, scratch
 from crashlab.world import World, WorldState
@@ -189,7 +192,8 @@ def life_in(directory: Path, setup: Setup, points: Recorder, person: PersonFacto
     variant = setup.variant
     with recording(points), turns(setup, points), \
             Database(directory / TRACKER_FILE) as db:
-        world = open_world(db, setup.job, points, variant.tracker, person, desk=variant.desk, tracker=tracker)
+        world = open_world(db, setup.job, points, variant.tracker, person, desk=variant.desk, tracker=tracker,
+                           profile=setup.profile)
         store = FileStore(directory, points, sync=sync)
         variant.entry(Run(setup.job, world, store, directory, points.process, points))
 
@@ -214,7 +218,9 @@ class Forked:
                  watch: bool = False) -> ScenarioRun:
         warm(setup)
         points = Recorder(crashes, setup.id(crashes, choices))
-        directory, layer = self.fresh(setup.faults.cuts)  # a page cache a fault can cut, where one asks for it
+        # A page cache a fault can cut, where one asks for it; the layer that tells a program's file operations, where
+        # its variant asks for them: one layer, either way.
+        directory, layer = self.fresh(setup.faults.cuts, setup.variant.fs_points, ())
         outside = Outside.of(setup, self.services, choices)  # None: the loop acts through run.world
 
         def world_now() -> WorldState:
@@ -226,21 +232,25 @@ class Forked:
             note_found(points, directory, setup)
             try:
                 returned = live(setup, points, directory, limit=self.limit) if outside is None else \
-                    outside.live(points, directory, partial(live, limit=self.limit), self.limit)
+                    outside.live(points, directory, partial(live, limit=self.limit), self.limit, fs=told(layer),
+                                 cache=layer if setup.faults.cuts else None)
             except LoopFailed as failed:
-                if not (crashes or setup.faults) or points.process <= len(crashes):
-                    raise  # it fails by itself, or before the point it reached before: not deterministic
+                if not (crashes or setup.faults):
+                    raise refused_by(failed, setup, points) from None  # it fails by itself, or its contract refused it
+                if points.process <= len(crashes):
+                    raise  # it fails before the point it reached before: not deterministic
                 stuck = failed.why  # it cannot go on in what the deaths (or the faults) left: an outcome
                 points.note("failed", failed.why)
                 break
             check_death(points, returned)
             if points.dead is None:
                 break
-            # The process is dead, with every process it started: only now may a fault act on its machine.
-            setup.faults.died(Machine(layer, points.note))
+            choice = choices[points.process - 1] if points.process <= len(choices) else ()
             if outside is not None:  # the state its choice names, among those the service's faults leave here
-                chosen(outside.left(points.points(points.process)[-1]), choices[points.process - 1]
-                       if points.process <= len(choices) else (), points)
+                chosen(outside.left(points.points(points.process)[-1]), choice, points)
+            # The process is dead, with every process it started: only now may a fault act on its machine.
+            setup.faults.died(Machine(layer if setup.faults.cuts else None, points.note,
+                                      outside.cut(choice) if outside is not None else None))
             if points.process == len(crashes):  # the last death: where the last process starts, as sharing sees it
                 start = Left(on_disk(directory, setup, outside, raw=False) if outside and shares(setup) else
                              Durable(files_of(directory, setup, by_content=False), world_now()))
@@ -259,28 +269,28 @@ class Forked:
         assert shares(setup), f"{setup.variant.slug} keeps state the forked runner does not copy"
         warm(setup)
         points = Recorder((), setup.id(crashes, choices), process=len(crashes))
-        directory, _ = self.fresh(False)
+        state = start.state if start is not None else None
+        assert state is None or isinstance(state, OnDisk), "a restart of a real process starts from files"
+        directory, layer = self.fresh(False, setup.variant.fs_points, state.raw() if state is not None else ())
         outside = Outside.of(setup, self.services, choices)  # a served loop's service, emptied
-        if start is not None:
-            assert isinstance(start.state, OnDisk), "a restart of a real process starts from files"
-            for name, data in start.state.raw():
-                (directory / name).parent.mkdir(parents=True, exist_ok=True)
-                (directory / name).write_bytes(data)
-            if outside is not None:
-                assert start.state.service is not None, "a served loop's snapshot holds its service's rows"
-                outside.load(start.state.service)
+        if state is not None and outside is not None:
+            assert state.service is not None, "a served loop's snapshot holds its service's rows"
+            outside.load(state.service)
         deaths: list[list[Iterable[Left]]] = []
-        stopped = (lambda: deaths.append([(Left(on_disk(directory, setup, outside)),)])) if watch else None
+        # Copied from under the layer, if there is one: at its own point it holds the operation the process stands in,
+        # and serves nothing else until the harness answers.
+        files = directory if layer is None else layer.backing
+        stopped = (lambda: deaths.append([(Left(on_disk(files, setup, outside)),)])) if watch else None
         points.start_process()
         note_found(points, directory, setup)
         stuck = None
         try:
             returned = live(setup, points, directory, limit=self.limit, stopped=stopped) if outside is None else \
-                outside.live(points, directory, partial(live, limit=self.limit), self.limit, stopped)
+                outside.live(points, directory, partial(live, limit=self.limit), self.limit, stopped, told(layer))
             check_death(points, returned)
         except LoopFailed as failed:
-            if start is None:
-                raise  # the first process fails by itself: not deterministic, or broken
+            if start is None:  # the first process fails by itself: not deterministic, broken, or refused
+                raise refused_by(failed, setup, points) from None
             stuck = failed.why  # it cannot go on in what the death left: an outcome, as `scenario` counts it
             points.note("failed", failed.why)
         world, store, final = ended(setup, points, directory,
@@ -293,11 +303,16 @@ def ended(setup: Setup, points: Recorder, directory: Path, left: WorldState,
           stuck: str | None) -> tuple[World, FileStore, Checkpoint | None]:
     """What a scenario's last process left: the world as `left` holds it, the run directory's store, and the
     checkpoint it finished with (for a loop that keeps crashlab's, and went on to the end)."""
-    world = World.new(setup.job, points, setup.variant.tracker, desk=setup.variant.desk)
+    world = World.new(setup.job, points, setup.variant.tracker, desk=setup.variant.desk, profile=setup.profile)
     world.restore(left)
     store = FileStore(directory, points, sync="none")
     final = check_finished(points, store) if stuck is None and setup.variant.keeps_checkpoint else None
     return world, store, final
+
+
+def told(layer: Layer | None) -> socket.socket | None:
+    """The line down which `layer` tells a program's file operations, if it tells them: its current mount's."""
+    return layer.line if layer is not None else None
 
 
 def warm(setup: Setup) -> None:
@@ -321,15 +336,16 @@ def shares(setup: Setup) -> bool:
 
 
 def on_disk(directory: Path, setup: Setup, outside: Outside | None = None, raw: bool = True) -> OnDisk:
-    """What a death now would leave: every file of the run directory, in subdirectories too, byte for byte, and
-    their content as a value (`raw`, for a restart from a copy); or, not `raw`, what a re-executed scenario's last
-    death left, its files' bytes as the value (`files_of`); and a served loop's service, row by row."""
-    files = every_file(directory)
-    kept, files = files_of(directory, setup, files, by_content=raw), files if raw else ()
+    """What a death now would leave: every entry of the run directory as the file system holds it
+    (`crashlab.durable.directory`), and their content as a value (`raw`, for a restart from a copy); or, not
+    `raw`, what a re-executed scenario's last death left, its entries as the value (`files_of`); and a served
+    loop's service, row by row."""
+    entries = taken(directory)
+    kept, entries = files_of(directory, setup, entries, by_content=raw), entries if raw else ()
     if outside is None:
-        return OnDisk.taken(kept, read_world(directory, setup), files)
+        return OnDisk.taken(kept, read_world(directory, setup), entries)
     dumped = outside.dump()
-    return OnDisk.taken(kept, served_world(setup, dumped.state()), files, dumped)
+    return OnDisk.taken(kept, served_world(setup, dumped.state()), entries, dumped)
 
 
 def note_found(points: Recorder, directory: Path, setup: Setup) -> None:
@@ -377,6 +393,7 @@ def live(setup: Setup, points: Recorder, directory: Path, env: Mapping[str, str]
         return False
     if ended == "returned" and returned(status):
         return True
+    check_inside(where, ended)
     raise HarnessError(f"{where} failed: {ended}")
 
 
@@ -392,6 +409,8 @@ def _child(setup: Setup, parent: Recorder, directory: Path, env: Mapping[str, st
         if env is not None:  # a service of yours: where it is, and where the loop keeps its files
             os.environ.update({**env, RUN_DIR: str(directory)})
         os.chdir(directory)  # a file the loop names by a relative path is its run's, not one of the user's
+        if setup.variant.on_its_word:  # its word that it keeps all in its run directory: it may write nowhere else
+            confine(directory, entered())
         life_in(directory, setup, points)
         trace.end(points.events, "returned")
     except BaseException as error:
@@ -506,38 +525,39 @@ def returned(status: int) -> bool:
 def read_world(directory: Path, setup: Setup) -> WorldState:
     """What the world's database in `directory` holds now, read (never written) by the parent."""
     with Database(directory / TRACKER_FILE, readonly=True) as db:
-        return world_in(db, setup.job, Recorder(), setup.variant.tracker, desk=setup.variant.desk).state()
+        return world_in(db, setup.job, Recorder(), setup.variant.tracker, desk=setup.variant.desk,
+                        profile=setup.profile).state()
 
 
-def files_of(directory: Path, setup: Setup, files: Files | None = None, by_content: bool = True) -> Files:
-    """What the loop keeps in `directory` (whose `files` these are, if read already), as a value: crashlab's
-    checkpoint, or every file a loop of yours (or a runtime) made, in subdirectories too (by its path in
+def files_of(directory: Path, setup: Setup, entries: Entries | None = None, by_content: bool = True) -> Kept:
+    """What the loop keeps in `directory` (whose `entries` these are, if taken already), as a value: crashlab's
+    checkpoint, or every entry a loop of yours (or a runtime) made, in subdirectories too (by its path in
     `directory`), as the Microsoft Agent Framework keeps its checkpoints and Prefect its results.
 
     `by_content`, a database is what a restart reads in it, not its pages (`crashlab.durable.content`): so a
     shared sweep, whose states are copies taken with the process stopped, restarts once for each. Not
-    `by_content`, each file is its bytes: a re-executed sweep's states are what killed processes left, and a
-    runtime's left content varies from run to run where it races (in what the stamps it names do not cover),
-    so a count of them could differ between two sweeps of one job; by bytes, each such state is its own."""
+    `by_content`, each entry is its mode and bytes: a re-executed sweep's states are what killed processes
+    left, and a runtime's left content varies from run to run where it races (in what the stamps it names do
+    not cover), so a count of them could differ between two sweeps of one job; by bytes, each such state is its
+    own. Not by its times, which differ in every run: two sweeps of one job count the same states."""
     if setup.variant.keeps_checkpoint:
         return FileStore(directory, Recorder(), sync="none").files()
-    theirs = loops_own(every_file(directory) if files is None else files)
-    return content(theirs, setup.variant.volatile, setup.variant.minted) if by_content else theirs
+    theirs = loops_own(taken(directory) if entries is None else entries)
+    if by_content:
+        return content(theirs, setup.variant.volatile, setup.variant.minted)
+    return tuple((name, mode, data) for name, mode, data, _ in theirs)
 
 
-def loops_own(files: Iterable[tuple[str, bytes]]) -> Files:
-    """Those of a run directory's `files` that the loop made: not the harness's, not the world's database."""
-    return tuple((name, data) for name, data in files if name not in HARNESS_FILES and name not in WORLD_FILES)
+def loops_own(entries: Iterable[Entry]) -> Entries:
+    """Those of a run directory's `entries` that are the loop's: all but the world's database, which the state holds
+    as the world (the directory itself, ".", is the loop's as it left it: its mode). A loop's file of any other
+    name is its own, one named as a file of crashlab's own store or of `crashlab run` too: no sweep makes one."""
+    return tuple(e for e in entries if e[0] not in WORLD_FILES)
 
 
-def every_file(directory: Path) -> Files:
-    """Every file in `directory` and its subdirectories, by its path there, with its bytes."""
-    return tuple((p.relative_to(directory).as_posix(), p.read_bytes()) for p in sorted(directory.rglob("*"))
-                 if p.is_file())
-
-
-#: A scenario's run directory, and the power-cut layer it sits on, if its machine's power is cut at each death.
-Fresh = Callable[[bool], "tuple[Path, Layer | None]"]
+#: A scenario's run directory, and the file-system layer it sits on, if its machine's power is cut at each death
+#: (`cuts`) or its program's file operations are crash points (`tells`), holding `files` (a restart's copy) first.
+Fresh = Callable[[bool, bool, Entries], "tuple[Path, Layer | None]"]
 
 
 @contextmanager
@@ -547,23 +567,27 @@ def directories() -> Iterator[Fresh]:
     Each new directory removes the one before, so the root holds one scenario at a time. One whose
     machine `cuts` power at each death sits on the power-cut layer (`crashlab.durable.fuse`): the loop
     sees the layer's mount, and each death's cut leaves in the directory only what its syncs made
-    durable. The layer is unmounted with its scenario, or when the runner closes, however it ends.
+    durable. One whose program's file operations are points (`tells`) sits on the same layer, which
+    tells each. The layer is unmounted with its scenario, or when the runner closes, however it ends.
+    The `files` a restart starts from are written before it is mounted: the harness's writes are no
+    program's points.
     """
     root = scratch("loop")
     made: list[Path] = []
     with ExitStack() as mounted:
 
-        def fresh(cuts: bool = False) -> tuple[Path, Layer | None]:
+        def fresh(cuts: bool = False, tells: bool = False, files: Entries = ()) -> tuple[Path, Layer | None]:
             mounted.close()
             for old in made:
                 shutil.rmtree(old, ignore_errors=True)
             made[:] = [Path(tempfile.mkdtemp(dir=root))]
             (made[0] / TRACKER_FILE).write_bytes(empty_world())
-            if not cuts:
+            put(made[0], files)
+            if not (cuts or tells):
                 return made[0], None
             from crashlab.durable.fuse import Layer
 
-            layer = mounted.enter_context(Layer.over(made[0]))
+            layer = mounted.enter_context(Layer.over(made[0], tells))
             return layer.mountpoint, layer
 
         try:

@@ -204,6 +204,11 @@ def declared(pid: int) -> bool:
         return False
 
 
+def entered() -> Path | None:
+    """The cgroup this process entered (`Cgroup.enter`), if it entered one."""
+    return None if _entered is None else _entered.path
+
+
 def die() -> None:
     """SIGKILL this process and every process it started: its cgroup whole, where it entered one, and its
     process group; the death that no code survives, in this process or in a helper it forked or spawned."""

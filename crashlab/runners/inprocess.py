@@ -107,7 +107,8 @@ class InProcess:
             state = start.state.world
         store = self.stores(points, setup.faults.sync())
         variant = setup.variant
-        world = World.new(setup.job, points, variant.tracker, desk=variant.desk, parts=setup.faults.parts())
+        world = World.new(setup.job, points, variant.tracker, desk=variant.desk, parts=setup.faults.parts(),
+                          profile=setup.profile)
         if state is not None:
             world.restore(state)
         if start is not None and start.state is not None:
@@ -118,7 +119,7 @@ class InProcess:
         """The world an earlier run of the job left, uninterrupted, in a world and store of its own."""
         before = Recorder((), f"{points.scenario}, the earlier run", process=-1)
         variant = setup.variant
-        world = World.new(setup.job, before, variant.tracker, desk=variant.desk)
+        world = World.new(setup.job, before, variant.tracker, desk=variant.desk, profile=setup.profile)
         before.start_process()
         with recording(before):
             variant.entry(Run(setup.job, world, self.stores(before, "none"), None, 0, before))

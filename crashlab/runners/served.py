@@ -12,6 +12,12 @@ a dead client does.
 The events arrive in the order they happened: the loop tells its events before it makes the request
 that makes the service tell one, so before the harness takes a service event it takes whatever the
 loop has already told.
+
+A program (`Program`) tells nothing; with `Variant.fs_points` its run directory sits on the file-system
+layer (`crashlab.durable.fuse`), which tells every ``fsync``, ``fdatasync``, ``rename``, ``unlink`` and
+close after a write as it comes, and holds it for the harness's word as the service holds a request.
+Each is named by what it is and the path it acts on (``fsync:checkpoints.sqlite-wal``; the third in a
+process, ``#3``, as every label is counted), so a story reads in the program's own terms.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ import tempfile
 import threading
 import traceback
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import suppress
 from dataclasses import dataclass
 from itertools import count
 from pathlib import Path
@@ -33,12 +40,14 @@ from crashlab.durable.store import FileStore
 from crashlab.errors import BadInput, HarnessError
 from crashlab.lifeline import dies_with
 from crashlab.protocols.death import Choice, Left, NoSuchChoice
-from crashlab.protocols.fault import Serving
+from crashlab.protocols.fault import PageCache, Serving
 from crashlab.protocols.points import Crash, Event, Recorder, Where, recording
 from crashlab.protocols.run import Program, Run
 from crashlab.protocols.runner import TIME_LIMIT
 from crashlab.protocols.scenario import Setup
-from crashlab.runners.group import Boundary, Child, Hung, Outlived
+from crashlab.runners import syncs
+from crashlab.runners.confined import check_inside, confine, told
+from crashlab.runners.group import Boundary, Child, Hung, Outlived, entered
 from crashlab.runners.output import Output, flush
 from crashlab.runners.turns import turns
 from crashlab.scratch import remove, scratch
@@ -83,7 +92,8 @@ def _where(where: Where) -> list[Any]:
 
 def live_served(setup: Setup, points: Recorder, directory: Path, service: ServiceProcess, dies: bool = False,
                 landing: Landing | None = None, limit: float = TIME_LIMIT,
-                stopped: Callable[[], None] | None = None) -> bool:
+                stopped: Callable[[], None] | None = None, fs: socket.socket | None = None,
+                cache: PageCache | None = None) -> bool:
     """Fork the process `points.process` of the scenario against `service`; True if it returned, False if
     it died at its crash point. Its events, and the service's while it ran, go into `points` in order.
 
@@ -93,9 +103,13 @@ def live_served(setup: Setup, points: Recorder, directory: Path, service: Servic
     leads a process group (`Boundary`), which every kill takes whole, and which is killed when it ends;
     `LoopFailed`, hung, past `limit` seconds.
     With `stopped`, at each point it passes alive, the harness stops the group, as a death would take it,
-    runs `stopped()`, and lets it go on. What it prints is kept apart (`crashlab.runners.output`), noted in `points`."""
+    runs `stopped()`, and lets it go on. What it prints is kept apart (`crashlab.runners.output`), noted in `points`.
+    With `fs`, the line of the file-system layer under `directory`, a program's file operations are points too.
+    With `cache`, the page cache under `directory` a power cut may cut: each point says how many states a cut
+    there would leave, and the process's ``sync`` and ``syncfs`` reach it (`crashlab.runners.syncs`)."""
     assert service.control is not None, "a sweep's service has a control line"
     ours, theirs = socket.socketpair()
+    hears, catches = socket.socketpair() if cache is not None else (None, None)
     parent = os.getpid()
     boundary = Boundary.new()
     output = Output()
@@ -107,7 +121,14 @@ def live_served(setup: Setup, points: Recorder, directory: Path, service: Servic
             dies_with(parent, signal.SIGKILL)
             ours.close()
             service.control.close()
+            if fs is not None:
+                fs.close()
             output.redirect()
+            if setup.variant.on_its_word:  # its word that it keeps all in its run directory: it may write nowhere else
+                confine(directory, entered())
+            if hears is not None and catches is not None:
+                hears.close()
+                syncs.catch(catches)
             if isinstance(setup.variant.entry, Program):
                 status = _exec(setup.variant.entry, directory, theirs, service.env())
             else:
@@ -120,11 +141,18 @@ def live_served(setup: Setup, points: Recorder, directory: Path, service: Servic
     output.opened()
     child = Child(pid, limit, boundary)
     ended = os.pidfd_open(pid) if isinstance(setup.variant.entry, Program) else None
+    caught = None
+    if hears is not None and catches is not None and cache is not None:
+        catches.close()
+        caught = syncs.Syncs.heard(hears, cache.sync, directory)
     try:
         try:
-            return _watch(points, child, ours, service.control, dies, landing, stopped, output, ended)
+            return _watch(points, child, ours, service.control, dies, landing, stopped, output, ended, fs,
+                          cache.states if cache is not None else None)
         finally:
-            child.end()
+            end(child, fs)
+            if caught is not None:
+                caught.close()
             ours.close()
             if ended is not None:
                 os.close(ended)
@@ -139,12 +167,18 @@ def live_served(setup: Setup, points: Recorder, directory: Path, service: Servic
 
 def _watch(points: Recorder, child: Child, loop: socket.socket, service: socket.socket, dies: bool,
            landing: Landing | None, stopped: Callable[[], None] | None, output: Output,
-           ended: int | None = None) -> bool:
+           ended: int | None = None, fs: socket.socket | None = None,
+           states: Callable[[], int] | None = None) -> bool:
     """Take every event of the loop and the service until the loop's process ends, and kill it where told; what it
-    prints, as it comes.
+    prints, as it comes. With `states`, each point says how many states a power cut there would leave: the loop
+    stands still there, and the service waits.
 
     A `Program` tells nothing: its line carries at most why it could not start, and its end is its exit, seen
-    on `ended` (a pidfd of its process)."""
+    on `ended` (a pidfd of its process). Its points are the service's, and the file-system layer's (`fs`).
+
+    A point of the layer's is an operation the program's process stands in, in the kernel, until the layer
+    answers: no signal stops it there, so a copy of what a death would leave is taken as it stands, and a
+    death kills it first and then fails the operation (`GONE`), for only then can it die."""
     where = Where()
     target = points.crash_at[points.process - 1] if points.process <= len(points.crash_at) else 0
     scenario = f"{points.scenario}: process {points.process}"
@@ -156,20 +190,28 @@ def _watch(points: Recorder, child: Child, loop: socket.socket, service: socket.
             where = Where(*message["where"])
         kind, label = str(message.get("kind", "")), str(message.get("label", ""))
         if kind == "off-script":  # the program asked the model what its job does not say: no scenario to count
-            child.end()
+            end(child, fs)
             raise OffScript(f"{scenario}: the program's conversation left its job's script: "
                             f"{dict(message.get('detail') or {}).get('why', '')}")
         if kind != "point":
             points.events.append(Event(points.process, kind, label, where, 0, dict(message.get("detail") or {})))
         crash_point = label if kind == "point" else message.get("point")
+        held = fs if fs is not None and answer is fs else None  # the layer's, held in the process's system call
         if crash_point:
             points.passed += 1
-            points.events.append(Event(points.process, "point", str(crash_point), where, points.passed,
-                                       {"service": True} if answer is service else {}))
+            detail: dict[str, Any] = {"service": True} if answer is service else {"fs": True} if held else {}
+            if states is not None:
+                detail["states"] = states()
+            points.events.append(Event(points.process, "point", str(crash_point), where, points.passed, detail))
             if points.passed == target:
-                child.end()  # and only then may the service answer it
+                if held is not None:  # killed where it stands, in the operation, which then fails to nobody
+                    child.kill()
+                    control.send(held, control.GONE)
+                end(child, fs)  # and only then may the service answer it
                 points.events.append(Event(points.process, "crash", str(crash_point), where, points.passed))
                 points.dead = Crash(str(crash_point), points.passed)
+            elif stopped is not None and held is not None:  # it stands in its operation, which the layer holds
+                stopped()
             elif stopped is not None:  # where a death would be, the loop stands still, and the service waits
                 child.pause()
                 try:
@@ -178,11 +220,13 @@ def _watch(points: Recorder, child: Child, loop: socket.socket, service: socket.
                     child.resume()
             if landing is not None:
                 landing.reached(points, where)
-        if answer is not None and (points.dead is None or (answer is service and not dies)):
+        if answer is not None and held is None and (points.dead is None or (answer is service and not dies)):
             # A loop that died here hears nothing: a request it sent stays on the wire, one it had in hand goes on
             # to nobody, and passes no later point of the service's that a restart would be charged with.
             word = control.GO if points.dead is None else control.HOLD if crash_point == "sent" else control.GONE
             control.send(answer, word)
+        elif held is not None and points.dead is None:
+            control.send(held, control.GO)
         return points.dead is None
 
     def from_loop() -> bool | None:
@@ -194,7 +238,7 @@ def _watch(points: Recorder, child: Child, loop: socket.socket, service: socket.
         return None
 
     if ended is not None:
-        return _watch_program(points, child, loop, service, ended, take, scenario, output)
+        return _watch_program(points, child, loop, service, ended, take, scenario, output, fs)
     while True:
         ready = child.ready([loop.fileno(), service.fileno(), *output.fds])
         for printed in set(ready) & set(output.fds):
@@ -209,6 +253,33 @@ def _watch(points: Recorder, child: Child, loop: socket.socket, service: socket.
             return ended
 
 
+def end(child: Child, fs: socket.socket | None = None) -> None:
+    """Kill the process and reap it. With `fs`, the line of the file-system layer under its run directory, every
+    operation the layer tells meanwhile is answered: gone. A process ends only once each of its threads has left the
+    kernel, and a thread in an operation the layer holds leaves it only on the layer's answer, which waits for the
+    harness's word: a program of more than one thread can have one told just as another dies (at the service's
+    point, say), and without that word the harness and the layer waited on each other."""
+    if fs is None or child.status is not None:  # reaped already: none of its threads is left to hold
+        child.end()
+        return
+    ended, ends = socket.socketpair()
+
+    def answer() -> None:
+        with suppress(control.LineBroken, OSError):
+            while fs in select.select([fs, ended], [], [])[0]:
+                control.receive(fs)
+                control.send(fs, control.GONE)
+
+    answering = threading.Thread(target=answer, name="crashlab-layer-gone", daemon=True)
+    answering.start()
+    try:
+        child.end()
+    finally:
+        ends.close()  # which wakes it
+        answering.join()
+        ended.close()
+
+
 def _receive(loop: socket.socket, scenario: str, child: Child) -> dict[str, Any]:
     try:
         return control.receive(loop)
@@ -220,16 +291,20 @@ def _receive(loop: socket.socket, scenario: str, child: Child) -> dict[str, Any]
 
 def _watch_program(points: Recorder, child: Child, loop: socket.socket, service: socket.socket, ended: int,
                    take: Callable[[dict[str, Any], socket.socket | None], bool], scenario: str,
-                   output: Output) -> bool:
-    """A program's life: the service's events until the program exits (`ended`, its pidfd, is readable), and what it
-    prints as it comes. Its line closes as it starts (exec closes it), or carries why it could not start."""
+                   output: Output, fs: socket.socket | None = None) -> bool:
+    """A program's life: the service's events, and the file-system layer's (`fs`), until the program exits (`ended`,
+    its pidfd, is readable), and what it prints as it comes. Its line closes as it starts (exec closes it), or
+    carries why it could not start."""
     why = ""
-    watched = [loop.fileno(), service.fileno(), ended]
+    watched = [loop.fileno(), service.fileno(), ended, *([fs.fileno()] if fs is not None else [])]
     while True:
         ready = child.ready([*watched, *output.fds])
         for printed in set(ready) & set(output.fds):
             output.take(printed)
-        if service.fileno() in ready:
+        if fs is not None and fs.fileno() in ready:
+            if not take(control.receive(fs), fs):
+                return _ended({}, points, child, scenario)
+        elif service.fileno() in ready:
             if not take(control.receive(service), service):
                 return _ended({}, points, child, scenario)
         elif loop.fileno() in ready:
@@ -274,6 +349,45 @@ class LoopFailed(HarnessError):
         return LoopFailed, (self.scenario, self.why)  # it crosses from a worker process whole
 
 
+class RefusedByContract(LoopFailed):
+    """A loop's first process failed just after the receiver's idempotency contract refused its request with the
+    contract's own error code (ACP's ``idempotency_key_required``): the loop cannot run under that contract at all.
+
+    For a single sweep it fails as any `LoopFailed` does, with the same line; a sweep under several contracts
+    (`crashlab sweep --profile`) shows it as that profile's row instead, for the contract's refusal is the finding,
+    and the other rows still stand. `refusal` says what the contract refused, in one line."""
+
+    def __init__(self, scenario: str, why: str, variant: str, profile: str, refusal: str):
+        super().__init__(scenario, why)
+        self.variant, self.profile, self.refusal = variant, profile, refusal
+
+    def __reduce__(self) -> tuple[type[LoopFailed], tuple[str, ...]]:  # type: ignore[override]
+        return RefusedByContract, (self.scenario, self.why, self.variant, self.profile, self.refusal)
+
+
+#: The events crashlab's service reports as it answers a request, one for each (`crashlab.service.tracker`).
+ANSWERED = frozenset({"request", "refused", "lookup", "ask", "approval", "model", "task", "no-reply",
+                      "failed-after-effect"})
+
+
+def refused_by(failed: LoopFailed, setup: Setup, points: Recorder) -> LoopFailed:
+    """`failed`, the failure of a first process from nothing, as a `RefusedByContract` if the last request the
+    service answered in it was refused, with a 4xx, by its contract's own rules (``"contract"`` in the refusal's
+    detail: a key required, too long for the profile, reused for another payload, in flight). What the loop did
+    after, short of another request (its framework saving the error, as LangGraph's checkpointer does), is its
+    way of failing. A refusal the loop went on from, or a 4xx of no contract's (a comment on no issue, a
+    malformed body), leaves it a failure of the loop's."""
+    answers = [e for e in points.events if e.process == points.process and e.kind in ANSWERED]
+    last = answers[-1] if answers else None
+    if last is None or last.kind != "refused" or not last.detail.get("contract"):
+        return failed
+    status, code = last.detail.get("status"), last.detail.get("code")
+    if not (isinstance(status, int) and 400 <= status < 500):
+        return failed
+    return RefusedByContract(failed.scenario, failed.why, setup.variant.slug, setup.profile,
+                             f"{last.label}: {status} {code}" if code else f"{status}: {last.detail.get('why', '')}")
+
+
 def _ended(message: dict[str, Any], points: Recorder, child: Child, scenario: str) -> bool:
     if points.dead is not None:
         return False
@@ -282,6 +396,7 @@ def _ended(message: dict[str, Any], points: Recorder, child: Child, scenario: st
     if ended == "returned" and os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0:
         return True
     if ended:
+        check_inside(scenario, str(ended))
         raise LoopFailed(scenario, str(ended))
     raise HarnessError(f"{scenario} failed: wait status {status}")
 
@@ -309,7 +424,7 @@ def _child(setup: Setup, scenario: str, process: int, directory: Path, line: soc
 def ended_by(error: BaseException) -> str:
     """An error as one line, with the innermost line it came from."""
     frame = traceback.extract_tb(error.__traceback__)[-1]
-    return f"{type(error).__name__}: {error} ({Path(frame.filename).name}:{frame.lineno})"
+    return told(error, f"{type(error).__name__}: {error} ({Path(frame.filename).name}:{frame.lineno})")
 
 
 def served_world(setup: Setup, state: Mapping[str, Any]) -> WorldState:
@@ -367,9 +482,9 @@ class Outside:
     def __init__(self, setup: Setup, services: Services, choices: tuple[Choice, ...]):
         self.setup, self.services, self.choices = setup, services, choices
         self.stand: YourService | None = setup.variant.stands_in
-        self.serving = setup.faults.serving()
+        self.serving = setup.faults.serving(setup.profile)
         #: The job whose model the service plays, at /v1, for a program that asks it (a job with calls).
-        self.plays = setup.job.source if isinstance(setup.variant.entry, Program) and setup.job.calls else None
+        self.plays = setup.job.source if setup.plays_model else None
         self.service = None if self.stand is not None else \
             services.reset(setup.variant.tracker, self.serving, self.plays)
         if self.stand is not None:
@@ -381,9 +496,10 @@ class Outside:
         return cls(setup, services, choices) if variant.calls_service or variant.stands_in is not None else None
 
     def live(self, points: Recorder, directory: Path, plain: Callable[..., bool], limit: float,
-             stopped: Callable[[], None] | None = None) -> bool:
+             stopped: Callable[[], None] | None = None, fs: socket.socket | None = None,
+             cache: PageCache | None = None) -> bool:
         """One process of the loop, as `live_served` lives it, or, against a service of yours, as `plain` does
-        (at the loop's own points only); `LoopFailed` if it ended with an error. With `stopped`, as
+        (at the loop's own points only); `LoopFailed` if it ended with an error. With `stopped`, `fs` and `cache`, as
         `live_served` says."""
         if self.stand is not None:
             return plain(self.setup, points, directory, self.stand.env())
@@ -395,13 +511,18 @@ class Outside:
                 self.service.advance(self.serving.downtimes[choice[0] - 1])
             if self.serving.late:
                 landing = Landing(choice[-1] if choice else 0, self.service)
-        returned = live_served(self.setup, points, directory, self.service, self.serving.dies, landing, limit, stopped)
+        returned = live_served(self.setup, points, directory, self.service, self.serving.dies, landing, limit, stopped,
+                               fs, cache)
         if returned and landing is not None:
             landing.after_end(points)
         if not returned and self.serving.dies:  # the service dies with the loop, and starts again
             self.service.kill()
             self.service = self.services.restart(self.setup.variant.tracker, self.serving, self.plays)
         return returned
+
+    def cut(self, choice: Choice) -> int | None:
+        """Which of the states its page cache admits a death whose state is `choice` leaves: its power cut's part."""
+        return choice[1 if self.serving.downtimes else 0] if self.serving.cuts and choice else None
 
     @property
     def database(self) -> Path:
@@ -423,21 +544,33 @@ class Outside:
         return served_world(self.setup, self.service.state())
 
     def left(self, point: Event) -> list[Iterable[Left]]:
-        """The states a death at `point` leaves: the crash's; or one per downtime before the restart; the one
-        each fault that `leaves` one makes of it (a power cut's, of the run directory); and, under late delivery,
-        one per point of the restart where the request on the wire lands (none where none is). Their choices
+        """The states a death at `point` leaves: the crash's; or one per downtime before the restart; under a power
+        cut, one per state the run directory's page cache admitted there (`point` says how many); and, under late
+        delivery, one per point of the restart where the request on the wire lands (none where none is). Their choices
         come in the order of the faults' slugs, as a scenario ID names them."""
         groups: list[Iterable[Left]] = [(Left(None),)]
         if self.serving.downtimes:
             groups = [tuple(Left(None, f"it starts {hours:g} h after the death", (s,))
                             for s, hours in enumerate(self.serving.downtimes, start=1))]
-        for what in self.serving.leaves:
-            groups = [tuple(left.then(what, 1) for left in group) for group in groups]
+        if self.serving.cuts:
+            states = int(point.detail.get("states", 1))
+            groups = [tuple(left.then(cut_state(s, states), s) for left in group for s in range(1, states + 1))
+                      for group in groups]
         if self.serving.late:
             if not (point.label == "sent" and point.detail.get("service")):
                 return []  # nothing on the wire: a death here is no scenario of late delivery
             groups = [Landings(left) for group in groups for left in group]
         return groups
+
+
+def cut_state(state: int, states: int) -> str:
+    """The `state`-th of the `states` states a power cut admits, as people read it."""
+    if state == states:
+        return "the power cut left in the run directory only what its syncs made durable"
+    if state == 1:
+        return "the power cut left the run directory as its page cache held it: every operation had reached the disk"
+    return (f"the power cut left the run directory with its newest operations lost, and no synced one (state {state} "
+            f"of {states}, each losing more than the one before)")
 
 
 class Services:
@@ -466,7 +599,9 @@ class Services:
             self.places[way] = Path(tempfile.mkdtemp(dir=self.root))
         self.running[way] = ServiceProcess.start(self.places[way], tracker=tracker, commit=serving.commit,
                                                  steps=serving.steps, wrong_at=serving.wrong_at,
-                                                 no_reply=serving.no_reply, late=serving.late, job=plays)
+                                                 no_reply=serving.no_reply, late=serving.late, job=plays,
+                                                 model_ids=serving.model_ids, profile=serving.profile,
+                                                 failed_after=serving.failed_after)
         return self.running[way]
 
     def __enter__(self) -> Services:

@@ -14,4 +14,5 @@ def turns(setup: Setup, points: Recorder) -> AbstractContextManager[object]:
     as the harness decides, in the schedule its faults name for this process; any other loop's, as they run."""
     if not setup.variant.scheduled:
         return nullcontext()
-    return scheduling(setup.faults.schedule(points.process), points.note)
+    picks, first = setup.faults.schedule(points.process)
+    return scheduling(picks, points.note, first)

@@ -33,9 +33,10 @@ from anthropic.types import (
     Usage,
 )
 from anthropic.types.raw_message_delta_event import Delta
+from pydantic import ValidationError
 
-from crashlab.service.script import Asked, Malformed, Reply, Result, Said, Tool, ToolCall
-from crashlab.service.wire import may, need, objects, place, prompt, sse, text_of, tokens
+from crashlab.service.script import Asked, Heard, Malformed, Reply, Result, Said, Tool, ToolCall
+from crashlab.service.wire import answer_of, arguments, events, may, need, objects, place, prompt, sse, text_of, tokens
 
 #: The blocks an assistant's message may hold besides its calls, passed over as the script reads it.
 PASSED = ("text", "thinking", "redacted_thinking")
@@ -112,3 +113,38 @@ def messages_reply(reply: Reply, asked: Asked, ident: str) -> dict[str, Any] | b
                                     usage=MessageDeltaUsage(output_tokens=usage.output_tokens)),
                RawMessageStopEvent(type="message_stop")]
     return sse((event.type, event.to_dict(mode="json")) for event in events)
+
+
+def messages_heard(data: bytes, stream: bool) -> Heard:
+    """The reply a model gave on Messages, a `Message` or its events, as a recording keeps it."""
+    if not stream:
+        try:
+            message = Message.model_validate(answer_of(data))
+        except ValidationError as error:
+            first = error.errors()[0]
+            where = ".".join(map(str, first["loc"])) or "the body"
+            raise Malformed(f"not a Message: {where}: {first['msg']}") from None
+        return Heard(tuple(ToolCall(block.id, block.name, block.input) for block in message.content
+                           if isinstance(block, ToolUseBlock)),
+                     "".join(block.text for block in message.content if isinstance(block, TextBlock)))
+    blocks: dict[int, list[str]] = {}  # each block by its index: its kind, its ID, its name, its text or JSON
+    said = events(data)
+    if not any(isinstance(event, dict) and (event.get("type") or name) == "message_start" for name, event in said):
+        raise Malformed("a Messages stream that never says message_start")
+    for name, event in said:
+        if not isinstance(event, dict):
+            raise Malformed(f"a streamed event is not an object: {str(event)[:60]!r}")
+        kind, index = event.get("type") or name, event.get("index")
+        if kind == "error":
+            raise Malformed(f"the stream says error: {str(event.get('error'))[:80]}")
+        if not isinstance(index, int):
+            continue  # the message's events, not a block's
+        if kind == "content_block_start" and isinstance(block := event.get("content_block"), dict):
+            blocks[index] = [str(block.get("type")), str(block.get("id", "")), str(block.get("name", "")),
+                             str(block.get("text", ""))]
+        elif kind == "content_block_delta" and index in blocks and isinstance(delta := event.get("delta"), dict):
+            blocks[index][3] += str(delta.get("partial_json") or delta.get("text") or "")
+    made = [blocks[index] for index in sorted(blocks)]
+    return Heard(tuple(ToolCall(ident, tool, arguments(given or "{}")) for kind, ident, tool, given in made
+                       if kind == "tool_use"),
+                 "".join(text for kind, _, _, text in made if kind == "text"))

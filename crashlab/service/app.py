@@ -4,8 +4,10 @@ Every route reads its request, hands it to the `Service` (which holds the rules)
 its `Answer`. An error is ``{"error": "one line"}`` with a 4xx status: a client's mistake, however
 hostile (not JSON, the wrong types, a huge body, a key too long), is never a 500.
 
-A replayed response carries ``Idempotent-Replayed: true`` (Stripe's header). The key may come
-bare, as Stripe takes it, or as the draft's structured-field string, in double quotes.
+A replayed response carries the header the service's profile names (``Idempotent-Replayed: true``,
+Stripe's, by default). The key comes as ``Idempotency-Key`` or under the profile's own header
+(``X-Qonto-Idempotency-Key``), bare, as Stripe takes it, or as the draft's structured-field string,
+in double quotes.
 """
 
 from __future__ import annotations
@@ -31,13 +33,16 @@ from crashlab.service.tracker import MAX_NUMBER, Answer, Refused, Service
 
 #: Where the harness's controls are, behind the service's token.
 CONTROLS = "/_crashlab"
+#: The draft's header, taken under every profile beside the profile's own.
+KEY_HEADER = "Idempotency-Key"
+#: How long ``GET /_crashlab/pause`` waits for a request to pause, in seconds.
+PAUSE_WAIT = 10.0
 #: A route's handler: the request in, the service's answer out.
 Handler = Callable[[Request], Awaitable[Response]]
 
 
 def respond(answer: Answer) -> JSONResponse:
-    headers = {"Idempotent-Replayed": "true"} if answer.replayed else None
-    return JSONResponse(answer.body, answer.status, headers=headers)
+    return JSONResponse(answer.body, answer.status, headers=dict(answer.headers) or None)
 
 
 def error(status: int, message: str) -> JSONResponse:
@@ -62,26 +67,20 @@ async def read_object(request: Request, empty: dict[str, Any] | None = None) -> 
     return value
 
 
-def header_keys(request: Request) -> list[str]:
-    """Each Idempotency-Key header's value, bare or as the draft's quoted structured-field string, unquoted."""
-    keys = request.headers.getlist("idempotency-key")
+def header_keys(request: Request, names: tuple[str, ...] = (KEY_HEADER,)) -> list[str]:
+    """Each value of the key's headers `names`, bare or as the draft's quoted structured-field string, unquoted."""
+    keys = [key for name in names for key in request.headers.getlist(name)]
     return [re.sub(r"\\([\\\"])", r"\1", key[1:-1]) if len(key) >= 2 and key[0] == key[-1] == '"' else key
             for key in keys]
 
 
-def header_key(request: Request) -> str | None:
-    """The request's Idempotency-Key; None if it has none. Two are refused: which one the request means is a
+def header_key(request: Request, names: tuple[str, ...] = (KEY_HEADER,)) -> str | None:
+    """The request's idempotency key; None if it has none. Two are refused: which one the request means is a
     guess, and a proxy that joins them makes a third."""
-    keys = header_keys(request)
+    keys = header_keys(request, names)
     if len(keys) > 1:
-        raise Refused(400, "two Idempotency-Key headers: a request has one key")
+        raise Refused(400, f"two {' or '.join(names)} headers: a request has one key")
     return keys[0] if keys else None
-
-
-def said_key(request: Request) -> str | None:
-    """The key a refusal of this request is reported under on the control line: its one key, if it has one."""
-    keys = header_keys(request)
-    return keys[0] if len(keys) == 1 else None
 
 
 def path_key(request: Request) -> str:
@@ -100,6 +99,12 @@ def build_app(service: Service, bound: Bound, token: str, model: Model | None = 
     line's life."""
     mcp = LazyMcp(service)
     model = model or Model(service, None)
+    names = tuple(dict.fromkeys((KEY_HEADER, service.profile.header)))  # the key's headers, each once
+
+    def said_key(request: Request) -> str | None:
+        """The key a refusal of this request is reported under on the control line: its one key, if it has one."""
+        keys = header_keys(request, names)
+        return keys[0] if len(keys) == 1 else None
 
     def model_route(api: str) -> Handler:
         """A route of the model's: its body read as any route's is, refused in its wire's error."""
@@ -122,11 +127,11 @@ def build_app(service: Service, bound: Bound, token: str, model: Model | None = 
         return handle
 
     async def create_issue(request: Request) -> Answer:
-        return await service.create_issue(await read_object(request), header_key(request))
+        return await service.create_issue(await read_object(request), header_key(request, names))
 
     async def comment(request: Request) -> Answer:
         number = issue_number(request.path_params["n"])
-        return await service.comment(number, await read_object(request), header_key(request))
+        return await service.comment(number, await read_object(request), header_key(request, names))
 
     async def search(request: Request) -> Answer:
         return await service.search(request.query_params.get("q"))
@@ -154,6 +159,22 @@ def build_app(service: Service, bound: Bound, token: str, model: Model | None = 
     async def clock(request: Request) -> Response:
         try:
             return JSONResponse({"offset_hours": service.advance(await read_object(request))})
+        except Refused as refusal:
+            return error(refusal.status, refusal.message)
+
+    async def fail(request: Request) -> Response:
+        service.fail_next = True
+        return JSONResponse({"armed": True})
+
+    async def pause(request: Request) -> Response:
+        if request.method == "POST":
+            service.arm_pause()
+            return JSONResponse({"armed": True})
+        if request.method == "DELETE":
+            service.resume()
+            return JSONResponse({"resumed": True})
+        try:
+            return JSONResponse(await service.paused(PAUSE_WAIT))
         except Refused as refusal:
             return error(refusal.status, refusal.message)
 
@@ -195,6 +216,8 @@ def build_app(service: Service, bound: Bound, token: str, model: Model | None = 
             Route("/state", state, methods=["GET"]),
             Route("/clock", clock, methods=["POST"]),
             Route("/land", land, methods=["POST"]),
+            Route("/fail", fail, methods=["POST"]),
+            Route("/pause", pause, methods=["POST", "GET", "DELETE"]),
         ], middleware=[Middleware(Token, token=token)]),
         Route(PATH, mcp),
         *(Route(path, model_route(api), methods=["POST"]) for api, path in ROUTES.items()),

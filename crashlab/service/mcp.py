@@ -1,97 +1,26 @@
-"""The service's tools over MCP (the official SDK, streamable HTTP), at `PATH` in the same app.
+"""The service's MCP endpoint (the official SDK, streamable HTTP), at `PATH` in the same app.
 
-A loop built on an MCP client calls the same tracker as one that speaks plain HTTP: the same
-`Service`, the same records, the same control line. MCP has no request headers a tool can see, so
-the idempotency key travels as the tool argument ``idempotency_key``, and means what the
-Idempotency-Key header means: a keyed tracker answers a retry under it with the first issue's
-number (``replayed`` says so), whichever transport either request came by.
-
-The endpoint is stateless and answers in JSON, so a loop killed mid-call leaves no session behind.
-It is built on its first request: the SDK takes a third of a second to import, which a harness that
-restarts the service at every crash, for a loop that speaks plain HTTP, should not pay.
+The server itself, its tools and what they promise, is `crashlab.service.mcp_server`. The endpoint
+is stateless and answers in JSON, so a loop killed mid-call leaves no session behind. It is built
+on its first request: the SDK takes a third of a second to import, which a harness that restarts
+the service at every crash, for a loop that speaks plain HTTP, should not pay.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from crashlab.service.control import LineBroken
-from crashlab.service.tracker import Answer, Service
+from crashlab.service.tracker import Service
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
 
 #: Where the MCP endpoint answers; a client connects to the service's URL plus this.
 PATH = "/mcp"
-
-
-def outcome(answer: Answer) -> dict[str, Any]:
-    """A tool's result: the response's body, or an error the model reads, with the status a client would see."""
-    from mcp.server.mcpserver.exceptions import ToolError
-
-    if answer.status >= 400:
-        raise ToolError(f"{answer.status}: {answer.body.get('error', '')}")
-    return {**answer.body, "replayed": True} if answer.replayed else answer.body
-
-
-def build_server(service: Service) -> MCPServer:
-    """An MCP server whose tools call `service` as the HTTP routes do, refusals and all."""
-    from mcp.server.mcpserver import MCPServer
-    from mcp.server.mcpserver.exceptions import ToolError
-
-    server: MCPServer = MCPServer("crashlab-tracker", instructions=service.describe(), log_level="WARNING")
-
-    async def call(label: str, key: str | None, payload: dict[str, Any],
-                   work: Callable[[dict[str, Any]], Awaitable[Answer]]) -> dict[str, Any]:
-        try:
-            return outcome(await service.answer(label, key, lambda: work(payload)))
-        except LineBroken:
-            raise ToolError("503: the harness's control line is gone: the service is stopping") from None
-
-    @server.tool()
-    async def create_issue(title: str, body: str = "", idempotency_key: str | None = None) -> dict[str, Any]:
-        """File an issue; its number. Retry under the same idempotency_key: a keyed tracker files it once."""
-        return await call("create_issue", idempotency_key, {"title": title, "body": body},
-                          lambda payload: service.create_issue(payload, idempotency_key))
-
-    @server.tool()
-    async def comment(issue: int, body: str, idempotency_key: str | None = None) -> dict[str, Any]:
-        """Comment on an issue; the comment's number. Retry under the same idempotency_key."""
-        return await call("comment", idempotency_key, {"body": body},
-                          lambda payload: service.comment(issue, payload, idempotency_key))
-
-    @server.tool()
-    async def search(query: str) -> dict[str, Any]:
-        """The issues whose title or body holds `query`, whatever its case."""
-        return await call("search", None, {}, lambda payload: service.search(query))
-
-    @server.tool()
-    async def lookup(idempotency_key: str) -> dict[str, Any]:
-        """Whether a request under this key landed: found, and the response kept under it."""
-        answer = await service.answer("key", idempotency_key, lambda: service.lookup(idempotency_key))
-        if answer.status == 404:
-            return {"found": False}
-        return {"found": True, **outcome(answer)}
-
-    @server.tool()
-    async def ask_person(title: str | None = None, issue: int | None = None,
-                         body: str | None = None) -> dict[str, Any]:
-        """Ask the person on call whether an issue with this title, or this comment on this issue, was made."""
-        question = {name: value for name, value in (("title", title), ("issue", issue), ("body", body))
-                    if value is not None}
-        return await call("person", None, question, service.ask)
-
-    @server.tool()
-    async def request_approval(action: str) -> dict[str, Any]:
-        """Ask the person to approve an action before it is taken."""
-        return await call("person", None, {"action": action}, service.approve)
-
-    return server
 
 
 class LazyMcp:
@@ -117,6 +46,8 @@ class LazyMcp:
         async with self._lock:
             if self._app is None:
                 from mcp.server.transport_security import TransportSecuritySettings
+
+                from crashlab.service.mcp_server import build_server
 
                 server = build_server(self.service)
                 # The service's doors check Host and Origin for every route, this one too, by one rule:

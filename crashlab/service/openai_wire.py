@@ -43,10 +43,11 @@ from openai.types.responses import (
 )
 from openai.types.responses.response_usage import InputTokensDetails, OutputTokensDetails
 from openai.types.shared import ErrorObject
+from pydantic import BaseModel, ValidationError
 
-from crashlab.service.script import Asked, Malformed, Reply, Result, Said, Tool, ToolCall
+from crashlab.service.script import Asked, Heard, Malformed, Reply, Result, Said, Tool, ToolCall
 from crashlab.service.tracker import json_type
-from crashlab.service.wire import arguments, may, need, objects, place, prompt, sse, text_of, tokens
+from crashlab.service.wire import answer_of, arguments, events, may, need, objects, place, prompt, sse, text_of, tokens
 
 #: Why a reply ends: it calls tools, or it is the final answer.
 Finish = Literal["tool_calls", "stop"]
@@ -66,6 +67,16 @@ def dumped(model: Any) -> dict[str, Any]:
 
 def encoded(planned_arguments: dict[str, Any]) -> str:
     return json.dumps(planned_arguments, ensure_ascii=False)
+
+
+def validated(kind: type[BaseModel], value: Any, what: str) -> Any:
+    """`value` read as the SDK's type `kind`, as its client reads it; `Malformed`, saying where, if it is not one."""
+    try:
+        return kind.model_validate(value)
+    except ValidationError as error:
+        first = error.errors()[0]
+        where = ".".join(map(str, first["loc"])) or "the body"
+        raise Malformed(f"not {what}: {where}: {first['msg']}") from None
 
 
 # Chat Completions.
@@ -134,6 +145,34 @@ def chat_reply(reply: Reply, asked: Asked, body: dict[str, Any], ident: str, cre
     if may(options, "include_usage", bool, "stream_options"):
         events.append(chunk(None, usage=usage))
     return sse(events, done=True)
+
+
+def chat_heard(data: bytes, stream: bool) -> Heard:
+    """The reply a model gave on Chat Completions, a `ChatCompletion` or its chunks, as a recording keeps it."""
+    if not stream:
+        completion = validated(ChatCompletion, answer_of(data), "a Chat Completion")
+        if not completion.choices:
+            raise Malformed("not a Chat Completion: it has no choices")
+        message = completion.choices[0].message
+        return Heard(tuple(ToolCall(call.id, call.function.name, arguments(call.function.arguments))
+                           for call in message.tool_calls or () if call.type == "function"), message.content or "")
+    text: list[str] = []
+    calls: dict[int, list[str]] = {}  # each call by its index: its ID, its name, its arguments' pieces
+    said = events(data)
+    if not said:
+        raise Malformed("a Chat Completions stream with no chunk")
+    for _, event in said:
+        chunk = validated(ChatCompletionChunk, event, "a Chat Completion chunk")
+        for choice in chunk.choices[:1]:
+            text.append(choice.delta.content or "")
+            for piece in choice.delta.tool_calls or ():
+                call = calls.setdefault(piece.index, ["", "", ""])
+                call[0] = piece.id or call[0]
+                if piece.function is not None:
+                    call[1] += piece.function.name or ""
+                    call[2] += piece.function.arguments or ""
+    return Heard(tuple(ToolCall(ident, name, arguments(said)) for ident, name, said in
+                       (calls[index] for index in sorted(calls))), "".join(text))
 
 
 # Responses.
@@ -239,3 +278,20 @@ def responses_reply(reply: Reply, asked: Asked, ident: str, created: int) -> dic
         event(ResponseOutputItemDoneEvent, type="response.output_item.done", output_index=index, item=item)
     event(ResponseCompletedEvent, type="response.completed", response=whole)
     return sse((e.type, dumped(e)) for e in events)
+
+
+def responses_heard(data: bytes, stream: bool) -> Heard:
+    """The reply a model gave on Responses, a `Response` or the events that end in ``response.completed``."""
+    if stream:
+        completed = [event for name, event in events(data) if isinstance(event, dict)
+                     and (event.get("type") or name) == "response.completed"]
+        if not completed:
+            raise Malformed("a Responses stream that never says response.completed")
+        response = validated(ResponseCompletedEvent, completed[-1], "a response.completed event").response
+    else:
+        response = validated(Response, answer_of(data), "a Response")
+    calls = tuple(ToolCall(item.call_id, item.name, arguments(item.arguments)) for item in response.output
+                  if isinstance(item, ResponseFunctionToolCall))
+    text = "".join(part.text for item in response.output if isinstance(item, ResponseOutputMessage)
+                   for part in item.content if isinstance(part, ResponseOutputText))
+    return Heard(calls, text)

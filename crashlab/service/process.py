@@ -53,20 +53,24 @@ class ServiceProcess:
         self._said = ""
 
     @classmethod
-    def start(cls, directory: Path, tracker: str = "keyed", keys: str = "optional", retention: float = 24.0,
+    def start(cls, directory: Path, tracker: str = "keyed", keys: str = "optional", retention: float | None = None,
               control: bool = True, commit: str = "one-txn", steps: bool = False, wrong_at: int = 0,
               no_reply: str = "", late: bool = False, job: str | None = None,
-              model_ids: str = "stable") -> ServiceProcess:
+              model_ids: str = "stable", profile: str = "ietf", failed_after: int = 0) -> ServiceProcess:
         """Start a service on `directory` and wait for its URL; `HarnessError`, with its stderr, if none comes.
 
         `commit` and `steps` say how it makes a request durable, and whether it passes its crash points
         between the steps; with `wrong_at`, its person answers that question wrong; with `no_reply`
         (``K-applied``, ``K-lost``), its K-th changing request gets no reply in time; with `late`, a request
         whose client dies at its point ``sent`` is held until `land`; with `job` (a file, or a shipped job's name),
-        it plays that job's model at ``/v1``, its tool-call IDs `model_ids` (``stable`` or ``drifting``)
+        it plays that job's model at ``/v1``, its tool-call IDs `model_ids` (``stable`` or ``drifting``); it keeps
+        the idempotency contract `profile` (a slug of `crashlab.profiles`), its keys kept `retention` hours if
+        given, else the profile's; with `failed_after`, its K-th changing request commits and then answers 500
         (``python -m crashlab.service --help``)."""
         command = [sys.executable, "-m", "crashlab.service", "--dir", str(directory), "--port", "0",
-                   "--tracker", tracker, "--keys", keys, "--retention", repr(float(retention)), "--commit", commit]
+                   "--tracker", tracker, "--keys", keys, "--commit", commit, "--profile", profile]
+        command += ["--retention", repr(float(retention))] if retention is not None else []
+        command += ["--failed-after-effect", str(failed_after)] if failed_after else []
         command += ["--commit-points"] if steps else []
         command += ["--wrong-at", str(wrong_at)] if wrong_at else []
         command += ["--no-reply", no_reply] if no_reply else []

@@ -58,6 +58,14 @@ class Said:
 
 
 @dataclass(frozen=True)
+class Heard:
+    """A reply a model gave, as a recording hears it on the wire: its tool calls, in order, and its text."""
+
+    calls: tuple[ToolCall, ...]
+    text: str
+
+
+@dataclass(frozen=True)
 class Result:
     """A tool's result the conversation holds: the call it answers, and its text."""
 

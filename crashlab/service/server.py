@@ -35,6 +35,7 @@ import uvicorn
 
 from crashlab.errors import BadInput
 from crashlab.job import find_job
+from crashlab.profiles import DEFAULT, find
 from crashlab.service.app import build_app
 from crashlab.service.doors import Bound
 from crashlab.service.line import Line
@@ -42,7 +43,7 @@ from crashlab.service.model import Model
 from crashlab.service.script import MODEL_IDS, Script
 from crashlab.service.store import COMMITS, SERVICE_FILE, Store, check_file
 from crashlab.service.tracker import KEY_RULES, KeyRule, Service
-from crashlab.world.tracker import KEY_RETENTION, TRACKER_MODES, TrackerMode
+from crashlab.world.tracker import TRACKER_MODES, TrackerMode
 
 #: Held while a service runs on a directory: two services on one file would each think their
 #: in-flight keys the only ones.
@@ -60,7 +61,7 @@ class Settings:
     port: int = 0
     tracker: str = "keyed"
     keys: str = "optional"
-    retention: float = KEY_RETENTION
+    retention: float | None = None  # hours; None: the profile's
     control_fd: int | None = None
     commit: str = "one-txn"
     steps: bool = False
@@ -70,6 +71,8 @@ class Settings:
     expose: bool = False  # it may listen beyond this machine's loopback
     job: str | None = None  # the job whose model it plays at /v1: a file, or a shipped job's name
     model_ids: str = "stable"  # "drifting": a reply given again names its calls anew
+    profile: str = DEFAULT  # the idempotency contract a keyed tracker keeps
+    failed_after: int = 0  # the changing request (from 1) that commits its record and then answers 500
 
     def script(self) -> Script | None:
         """The model the service plays, if it plays one; `BadInput` in one line if its job cannot be played."""
@@ -100,8 +103,12 @@ class Settings:
             raise BadInput(f"--wrong-at {self.wrong_at}: the question answered wrong is counted from 1 (0: none)")
         if self.commit not in COMMITS:
             raise BadInput(f"unknown --commit {self.commit!r} (valid: {', '.join(COMMITS)})")
-        if not (math.isfinite(self.retention) and self.retention >= 0):
+        if self.retention is not None and not (math.isfinite(self.retention) and self.retention >= 0):
             raise BadInput(f"--retention {self.retention} is not a number of hours (0 or more)")
+        find(self.profile)
+        if self.failed_after < 0:
+            raise BadInput(f"--failed-after-effect {self.failed_after}: the changing request that fails is counted "
+                           "from 1 (0: none)")
         if self.late and self.control_fd is None:
             raise BadInput("--late needs --control-fd: only the harness on the control line knows a client died")
         if self.control_fd is not None:
@@ -232,7 +239,8 @@ def run(settings: Settings, store: Store, sock: socket.socket, announce: Callabl
     line = None if settings.control_fd is None else Line(settings.control_fd, closed)
     service = Service(store, cast(TrackerMode, settings.tracker), cast(KeyRule, settings.keys), settings.retention,
                       line, settings.commit, settings.steps, wrong_at=settings.wrong_at,
-                      no_reply=settings.no_reply_at(), late=settings.late)
+                      no_reply=settings.no_reply_at(), late=settings.late, profile=find(settings.profile),
+                      failed_after=settings.failed_after)
     bound = Bound(*sock.getsockname()[:2])
     token = secrets.token_urlsafe(32)  # the harness's controls' key: only who reads the announcement knows it
     model = Model(service, script)
@@ -264,7 +272,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=0, help="0 (the default): any free port")
     parser.add_argument("--tracker", choices=TRACKER_MODES, default="keyed")
     parser.add_argument("--keys", choices=KEY_RULES, default="optional")
-    parser.add_argument("--retention", type=float, default=KEY_RETENTION, metavar="HOURS")
+    parser.add_argument("--profile", default=DEFAULT, metavar="NAME",
+                        help="the idempotency contract a keyed tracker keeps (crashlab profiles lists them)")
+    parser.add_argument("--retention", type=float, metavar="HOURS", help="how long a key is kept (default: the "
+                        "profile's)")
     parser.add_argument("--control-fd", type=int, metavar="N", help="the harness's end of the control line")
     parser.add_argument("--commit", choices=COMMITS, default="one-txn",
                         help="how a request is made durable: record and key in one transaction, then the answer "
@@ -275,6 +286,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="the person answers the K-th 'did it happen?' question wrong (0, the default: none)")
     parser.add_argument("--no-reply", default="", metavar="K-applied|K-lost",
                         help="the K-th changing request gets no reply in time (504): applied, or never arrived")
+    parser.add_argument("--failed-after-effect", type=int, default=0, metavar="K",
+                        help="the K-th changing request commits its record and then answers 500; what its key keeps "
+                             "is the profile's")
     parser.add_argument("--late", action="store_true",
                         help="a changing request passes the crash point sent as it arrives; a client that dies "
                              "there leaves it on the wire, until POST /_crashlab/land (needs --control-fd)")
@@ -285,7 +299,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     settings = Settings(args.dir, args.host, args.port, args.tracker, args.keys, args.retention, args.control_fd,
                         args.commit, args.commit_points, args.wrong_at, args.no_reply, args.late, args.expose,
-                        args.job, args.model_ids)
+                        args.job, args.model_ids, args.profile, args.failed_after_effect)
     try:
         return serve(settings, say_url)
     except BadInput as error:

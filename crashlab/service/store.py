@@ -1,4 +1,4 @@
-"""The service's records, keys, fences and counts in one SQLite file, DIR/service.sqlite.
+"""The service's records, keys, fences, counts and MCP tasks in one SQLite file, DIR/service.sqlite.
 
 The service's promise is the tracker's (`crashlab.world.sqlite`): WAL mode, ``synchronous=FULL``,
 and every change in one ``BEGIN IMMEDIATE`` transaction that commits before the answer leaves. So a
@@ -25,7 +25,7 @@ from crashlab.world.sqlite import schema_made_by, schema_of, transaction
 #: The service's file, in the directory it is given.
 SERVICE_FILE = "service.sqlite"
 
-SCHEMA = """
+BEFORE_TASKS = """
 CREATE TABLE IF NOT EXISTS records (
     seq INTEGER PRIMARY KEY,
     kind TEXT NOT NULL CHECK (kind IN ('issue', 'comment')),
@@ -46,7 +46,25 @@ CREATE TABLE IF NOT EXISTS keys (
 CREATE TABLE IF NOT EXISTS fences (key TEXT PRIMARY KEY);
 CREATE TABLE IF NOT EXISTS counts (name TEXT PRIMARY KEY, value NOT NULL);
 """
+#: MCP's tasks (`crashlab.service.tasks`): a file made before them is the service's all the same, and gains
+#: the table as the service opens it.
+TASKS = """
+CREATE TABLE IF NOT EXISTS tasks (
+    seq INTEGER PRIMARY KEY,
+    tool TEXT NOT NULL,
+    arguments TEXT NOT NULL,
+    key TEXT,
+    fingerprint TEXT NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('working', 'completed', 'failed', 'cancelled')),
+    result TEXT,
+    made REAL NOT NULL,
+    updated REAL NOT NULL
+);
+"""
+SCHEMA = BEFORE_TASKS + TASKS
 
+#: Every table, in the order a dump lists them (the tasks are MCP's, `crashlab.service.tasks`).
+TABLES = ("records", "keys", "fences", "counts", "tasks")
 #: What `/_crashlab/state` counts, each a row of the counts table.
 COUNTS = ("asks", "approvals", "model_calls")
 #: The clock's offset, in hours, is kept beside the counts: a restart keeps the time it was moved to.
@@ -89,8 +107,10 @@ class Kept:
 class Change:
     """One changing request the service decided to apply: the record to add, and the key to keep it under.
 
-    ``keep`` is None when no key is to be kept (none was sent, the service is keyless, or a live
-    one already holds its first response); the response kept is always ``201 {"number": n}``.
+    ``keep`` is None when no key is to be kept (none was sent, the service is keyless, a live one
+    already holds its first response, or the request fails after its effect under a contract that keeps
+    only successes); the response kept is ``201 {"number": n}``, or ``failure`` with a 500 when the
+    request fails after its effect under a contract that keeps failures too (Stripe's v1).
     """
 
     kind: Kind
@@ -100,6 +120,14 @@ class Change:
     key: str | None
     keep: str | None  # the request's fingerprint, when its key is to be kept
     made: float
+    failure: dict[str, Any] | None = None
+
+    def kept(self, number: int) -> Kept:
+        """What its key keeps once its record is `number`: the success, or the failure it answers instead."""
+        assert self.keep is not None
+        if self.failure is not None:
+            return Kept(self.keep, 500, self.failure, self.made)
+        return Kept(self.keep, 201, {"number": number}, self.made)
 
 
 class NoSuchIssue(LookupError):
@@ -127,7 +155,7 @@ def check_file(path: Path) -> None:
     except sqlite3.DatabaseError as error:
         raise StoreError(f"{path}: not a crashlab service database ({error}); give serve a directory of its "
                          "own") from None
-    if tables and tables != schema_made_by(SCHEMA):
+    if tables and tables not in (schema_made_by(SCHEMA), schema_made_by(BEFORE_TASKS)):
         raise StoreError(f"{path}: not a crashlab service database: its tables are not the service's; give serve a "
                          "directory of its own")
 
@@ -238,9 +266,9 @@ class Store:
             sql.execute("INSERT OR IGNORE INTO fences (key) VALUES (?)", (key,))
 
     def reset(self) -> None:
-        """Empty everything: records, keys, fences, counts and the clock's offset."""
+        """Empty everything: records, keys, fences, counts, the clock's offset and MCP's tasks."""
         with self.transaction() as sql:
-            for table in ("records", "keys", "fences", "counts"):  # names, never input
+            for table in TABLES:  # names, never input
                 sql.execute(f"DELETE FROM {table}")
 
 
@@ -253,10 +281,12 @@ class Dump:
     keys: tuple[tuple[Any, ...], ...]  # key, fingerprint, status, answer, made
     fences: tuple[str, ...]
     counts: tuple[tuple[str, Any], ...]
+    tasks: tuple[tuple[Any, ...], ...] = ()  # seq, tool, arguments, key, fingerprint, status, result, made, updated
 
     def content(self) -> tuple[Any, ...]:
-        """The dump without the wall-clock time each key was kept, which no two runs share."""
-        return self.records, tuple(row[:4] for row in self.keys), self.fences, self.counts
+        """The dump without the wall-clock times keys were kept and tasks made, which no two runs share."""
+        return self.records, tuple(row[:4] for row in self.keys), self.fences, self.counts, \
+            tuple(row[:7] for row in self.tasks)
 
     def state(self) -> dict[str, Any]:
         """What ``/_crashlab/state`` would answer."""
@@ -271,10 +301,11 @@ def dump(path: Path) -> Dump:
     connection = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     try:
         rows = [tuple(connection.execute(f"SELECT * FROM {table} ORDER BY {order}"))  # names, never input
-                for table, order in (("records", "seq"), ("keys", "key"), ("fences", "key"), ("counts", "name"))]
+                for table, order in (("records", "seq"), ("keys", "key"), ("fences", "key"), ("counts", "name"),
+                                     ("tasks", "seq"))]
     finally:
         connection.close()
-    return Dump(rows[0], rows[1], tuple(key for (key,) in rows[2]), rows[3])
+    return Dump(rows[0], rows[1], tuple(key for (key,) in rows[2]), rows[3], rows[4])
 
 
 def load(path: Path, dumped: Dump) -> None:
@@ -282,12 +313,13 @@ def load(path: Path, dumped: Dump) -> None:
     connection = sqlite3.connect(path, isolation_level=None, timeout=10)
     try:
         with transaction(connection) as sql:
-            for table in ("records", "keys", "fences", "counts"):  # names, never input
+            for table in TABLES:  # names, never input
                 sql.execute(f"DELETE FROM {table}")
             sql.executemany("INSERT INTO records VALUES (?, ?, ?, ?, ?, ?, ?)", dumped.records)
             sql.executemany("INSERT INTO keys VALUES (?, ?, ?, ?, ?)", dumped.keys)
             sql.executemany("INSERT INTO fences VALUES (?)", [(key,) for key in dumped.fences])
             sql.executemany("INSERT INTO counts VALUES (?, ?)", dumped.counts)
+            sql.executemany("INSERT INTO tasks VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", dumped.tasks)
     finally:
         connection.close()
 
@@ -297,7 +329,7 @@ def one_txn(store: Store, change: Change) -> int:
     with store.transaction() as sql:
         number = store.add(sql, change)
         if change.key is not None and change.keep is not None:
-            store.keep(sql, change.key, Kept(change.keep, 201, {"number": number}, change.made))
+            store.keep(sql, change.key, change.kept(number))
     return number
 
 
@@ -311,7 +343,7 @@ def key_only(store: Store, change: Change, number: int) -> None:
     """The second of two steps: the key, and the response kept under it."""
     if change.key is not None and change.keep is not None:
         with store.transaction() as sql:
-            store.keep(sql, change.key, Kept(change.keep, 201, {"number": number}, change.made))
+            store.keep(sql, change.key, change.kept(number))
 
 
 def next_number(store: Store, change: Change) -> int:

@@ -1,14 +1,18 @@
 """What each request to the service means: the Idempotency-Key rules, the person, the model's counter.
 
-The rules are those of draft-ietf-httpapi-idempotency-key-header-07 and Stripe's API. A changing
-request may carry a key. A ``keyed`` service answers a retry under a known, unexpired key with the
-first response and changes nothing; the same key with another payload is a client's mistake (422);
-a retry while the first is still being processed is a conflict (409). A key is kept ``retention``
-hours by the service's own clock, and after that a repeat is applied anew. A ``lookup`` service
+The rules are a provider's idempotency contract, its `Profile` (by default ``ietf``: those of
+draft-ietf-httpapi-idempotency-key-header-07 and Stripe's API). A changing request may carry a key. A
+``keyed`` service answers a retry under a known, unexpired key with the first response and changes
+nothing; the same key with another payload is a client's mistake (422; Qonto and Worldline answer it
+with the first response instead); a retry while the first is still being processed is a conflict
+(409). A key is kept the profile's retention by the service's own clock, and after that a repeat is
+applied anew. A request told to fail after its effect (``--failed-after-effect``) commits its record
+and answers 500, and its key keeps what the profile's ``after_failure`` says. A ``lookup`` service
 applies every request but keeps each key's first response for `GET /idempotency/KEY`; a
 ``fencing`` one also fences a key its lookup did not find, so the request it names can never land
-late; a ``keyless`` one keeps nothing. Only a success is kept under a key: a refused request may be
-fixed and sent again with the same key.
+late; a ``keyless`` one keeps nothing, and so does any under a profile that honours no key
+(``none``). Only a success is kept under a key: a refused request may be fixed and sent again with the
+same key.
 
 Both transports (`app` for plain HTTP, `mcp` for MCP) call the same `Service`, so a key means the
 same whichever way a request comes. Every event a sweep must see is reported on the control line
@@ -20,12 +24,15 @@ harness lands it (`land`).
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import hashlib
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
+from crashlab.profiles import DEFAULT, Profile, find
 from crashlab.service.control import HOLD
 from crashlab.service.line import Line
 from crashlab.service.store import (
@@ -41,7 +48,7 @@ from crashlab.service.store import (
     one_txn,
     record_only,
 )
-from crashlab.world.tracker import KEY_RETENTION, TrackerMode
+from crashlab.world.tracker import TrackerMode
 
 #: `--keys`: whether a changing request may come without an Idempotency-Key.
 KeyRule = Literal["optional", "required"]
@@ -53,24 +60,47 @@ MAX_KEY = 255
 MAX_TEXT = 65536
 #: SQLite's largest integer: a larger issue number is refused, not sent to the database to overflow.
 MAX_NUMBER = 2**63 - 1
+#: What a request told to fail after its effect answers (500), and what a contract that keeps failures keeps.
+FAILED = {"error": "the service failed after making the effect: whether it was made, this answer does not say"}
+#: How long a paused request waits for the harness to resume it, in seconds: a harness that died lets it go.
+PAUSE_LIMIT = 30.0
 
 
 class Refused(Exception):
-    """A request the service will not apply: its status and one line that says what and why."""
+    """A request the service will not apply: its status and one line that says what and why, with the error
+    code and the headers its contract names for the case (ACP's ``idempotency_in_flight``, ``Retry-After``).
+    `contract` marks a refusal by the profile's own rules (a key required, too long for it, reused for
+    another payload, or in flight), as against one any service would make (a malformed body, no such issue)."""
 
-    def __init__(self, status: int, message: str):
+    def __init__(self, status: int, message: str, code: str | None = None, headers: tuple[tuple[str, str], ...] = (),
+                 contract: bool = False):
         super().__init__(message)
         self.status = status
         self.message = message
+        self.code = code
+        self.headers = headers
+        self.contract = contract
+
+    def body(self) -> dict[str, Any]:
+        return {"error": self.message, **({"code": self.code} if self.code else {})}
+
+    def detail(self, key: object) -> dict[str, Any]:
+        """The refusal as the control line reports it: with the contract's code and why, where it is the contract's:
+        what tells a harness that a loop which then failed was refused by its contract rather than broken
+        (`crashlab.runners.served.refused_by`)."""
+        said = {"code": self.code, "contract": True, "why": self.message} if self.contract else {}
+        return {"status": self.status, "key": key, **{k: v for k, v in said.items() if v is not None}}
 
 
 @dataclass(frozen=True)
 class Answer:
-    """What the service answers: a status, a JSON body, and whether it is a replay of a kept response."""
+    """What the service answers: a status, a JSON body, whether it is a replay of a kept response, and the
+    headers its contract adds (the replay header it names, ``Retry-After``)."""
 
     status: int
     body: dict[str, Any]
     replayed: bool = False
+    headers: tuple[tuple[str, str], ...] = ()
 
 
 def fingerprint(method: str, path: str, body: dict[str, Any]) -> str:
@@ -130,25 +160,25 @@ def positive(value: object, name: str) -> int:
     return value
 
 
-def key_fault(key: object) -> str | None:
+def key_fault(key: object, longest: int = MAX_KEY) -> str | None:
     """What makes `key` no Idempotency-Key the service keeps, in one line; None if it is one.
 
-    The draft's key is a structured-field string: printable ASCII, 1 to `MAX_KEY` characters. Anything
-    else is refused, whichever door it came by, because the doors decode bytes apart: a header as
-    Latin-1, a lookup's path and an MCP argument as UTF-8, so one key beyond ASCII was two keys, and a
-    retry over MCP filed a second issue (issue 39)."""
+    The draft's key is a structured-field string: printable ASCII, 1 to `longest` characters (`MAX_KEY`,
+    or the profile's: Worldline's is 40). Anything else is refused, whichever door it came by, because
+    the doors decode bytes apart: a header as Latin-1, a lookup's path and an MCP argument as UTF-8, so
+    one key beyond ASCII was two keys, and a retry over MCP filed a second issue (issue 39)."""
     if not isinstance(key, str):
         return f"an idempotency key must be a string, not {json_type(key)}"
-    if not key or len(key) > MAX_KEY:
-        return f"an idempotency key must be 1 to {MAX_KEY} characters long, not {len(key)}"
+    if not key or len(key) > longest:
+        return f"an idempotency key must be 1 to {longest} characters long, not {len(key)}"
     if not all(" " <= character <= "~" for character in key):
         return f"an idempotency key is printable ASCII (the draft's structured-field string), not {ascii(key)[:80]}"
     return None
 
 
-def valid_key(key: object) -> str:
+def valid_key(key: object, longest: int = MAX_KEY) -> str:
     """`key`, if it is an Idempotency-Key the service keeps; else `Refused` (400)."""
-    fault = key_fault(key)
+    fault = key_fault(key, longest)
     if fault is not None:
         raise Refused(400, fault)
     assert isinstance(key, str)
@@ -170,13 +200,32 @@ class Held:
 
 
 @dataclass
+class Pause:
+    """The next changing request, kept in flight after its commit until the harness resumes it
+    (``/_crashlab/pause``): a retry under its key then meets it there, every time, not by chance. It is
+    how `crashlab conform`, which holds no control line, probes a concurrent retry."""
+
+    caught: asyncio.Event = field(default_factory=asyncio.Event)
+    go: asyncio.Event = field(default_factory=asyncio.Event)
+    holding: bool = False
+    key: str | None = None
+
+    async def hold(self, key: str | None) -> None:
+        self.holding, self.key = True, key
+        self.caught.set()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.go.wait(), PAUSE_LIMIT)
+
+
+@dataclass
 class Service:
     """The tracker, the person and the model's counter, over one `Store`, reporting on one `Line` (or none)."""
 
     store: Store
     tracker: TrackerMode = "keyed"
     keys: KeyRule = "optional"
-    retention: float = KEY_RETENTION  # hours
+    #: Hours a key is kept, overriding the profile's (``--retention``); None: the profile's.
+    retention: float | None = None
     line: Line | None = None
     commit: str = "one-txn"
     #: Whether the service passes its own crash points between the steps of a commit (``applied``,
@@ -195,14 +244,53 @@ class Service:
     late: bool = False
     #: The requests left on the wire by clients that died at ``sent``, in the order they were sent.
     held: list[Held] = field(default_factory=list)
+    #: The idempotency contract a keyed tracker keeps.
+    profile: Profile = field(default_factory=lambda: find(DEFAULT))
+    #: The changing request (counted from 1) that commits its record and then answers 500 (0: none).
+    failed_after: int = 0
+    #: Whether the next changing request does so too: the harness asked for it (``/_crashlab/fail``).
+    fail_next: bool = False
+    #: The next changing request is kept in flight after its commit until the harness resumes it.
+    pause: Pause | None = None
 
     def __post_init__(self) -> None:
         if self.commit not in COMMITS:
             raise ValueError(f"unknown commit order {self.commit!r} (valid: {', '.join(COMMITS)})")
+        if not self.profile.honours_keys:
+            self.tracker = "keyless"  # a contract that honours no key keeps none, whatever tracker was asked for
+
+    @property
+    def kept_for(self) -> float | None:
+        """Hours a key is kept: ``--retention``'s, else the profile's (None: for ever)."""
+        return self.profile.retention if self.retention is None else self.retention
+
+    @property
+    def keys_required(self) -> bool:
+        return self.keys == "required" or self.profile.key_required
 
     def describe(self) -> str:
-        keys = "keys required" if self.keys == "required" else "keys optional"
-        return f"a {self.tracker} issue tracker ({keys}, kept {self.retention:g} h) over {self.store.path}"
+        keys = "keys required" if self.keys_required else "keys optional"
+        kept = "kept for ever" if self.kept_for is None else f"kept {self.kept_for:g} h"
+        if not self.profile.honours_keys:
+            kept = "no key honoured"
+        contract = "" if self.profile.slug == DEFAULT else f"the {self.profile.slug} contract: "
+        return f"a {self.tracker} issue tracker ({contract}{keys}, {kept}) over {self.store.path}"
+
+    def key_fault(self, key: object) -> str | None:
+        return key_fault(key, self.profile.max_key)
+
+    def valid_key(self, key: object) -> str:
+        """`key`, if it is a key the service keeps and the profile takes; a key only the profile's limit refuses
+        (Worldline's 40 characters) is the contract's refusal."""
+        if key_fault(key) is None and (fault := self.key_fault(key)) is not None:
+            raise Refused(400, fault, contract=True)
+        return valid_key(key, self.profile.max_key)
+
+    def replay(self, kept: Kept) -> Answer:
+        """The response kept under a key, answered again, marked as the profile marks a replay."""
+        header = self.profile.replayed_header
+        value = "true" if self.profile.replayed_value == "true" else str(round(kept.made * 1000))
+        return Answer(kept.status, kept.answer, replayed=True, headers=() if header is None else ((header, value),))
 
     async def report(self, kind: str, label: str, detail: dict[str, Any], point: str | None = None) -> dict[str, Any]:
         """The event on the line, if there is one; the harness's word."""
@@ -213,9 +301,9 @@ class Service:
         try:
             return await work()
         except Refused as refusal:
-            shown = key if key_fault(key) is None else None
-            await self.report("refused", label, {"status": refusal.status, "key": shown})
-            return Answer(refusal.status, {"error": refusal.message})
+            shown = key if self.key_fault(key) is None else None
+            await self.report("refused", label, refusal.detail(shown))
+            return Answer(refusal.status, refusal.body(), headers=refusal.headers)
 
     # The tracker's changing requests.
 
@@ -236,8 +324,13 @@ class Service:
                       request: str) -> Answer:
         self.catch_up()
         if key is None and self.keys == "required":
-            raise Refused(400, f"{label} needs an Idempotency-Key: this service runs with keys required")
-        checked = None if key is None else valid_key(key)
+            raise Refused(400, f"{label} needs an Idempotency-Key: this service runs with keys required",
+                          self.profile.code("no-key"))
+        if key is None and self.profile.key_required:
+            raise Refused(400, f"{label} needs an idempotency key ({self.profile.header}): under the "
+                               f"{self.profile.slug} contract every changing request carries one",
+                          self.profile.code("no-key"), contract=True)
+        checked = None if key is None else self.valid_key(key)
         what = repr(title) if kind == "issue" else f"on #{issue}"
         if self.late and await self.report("point", "sent", {"call": what, "key": checked}) == HOLD:
             self.held.append(Held(label, kind, issue, title, body, checked, request, what))
@@ -245,23 +338,41 @@ class Service:
         if checked is not None and self.tracker == "fencing" and self.store.fenced(checked):
             raise Refused(409, f"key {checked!r} was fenced by a lookup that found nothing: "
                                "a request under it is refused, so it can never land late")
-        if self.no_reply and self.store.bump("sent") == self.no_reply[0]:
+        sent = self.store.bump("sent") if self.no_reply or self.failed_after else 0
+        if self.no_reply and sent == self.no_reply[0]:
             return await self._no_reply(label, kind, issue, title, body, checked, request, what)
+        failing = self.fail_next or sent == self.failed_after > 0
         honoured = checked if self.tracker == "keyed" else None  # the key that makes a retry a replay
         if honoured is not None:
             if honoured in self.in_flight:
-                raise Refused(409, f"a request under key {honoured!r} is still being processed: "
-                                   "retry once it is answered")
+                raise Refused(self.profile.in_flight_status, f"a request under key {honoured!r} is still being "
+                              "processed: retry once it is answered", self.profile.code("in-flight"),
+                              (("Retry-After", "1"),) if self.profile.retry_after else (), contract=True)
             self.in_flight.add(honoured)
         try:
-            answer = await self._apply(kind, issue, title, body, checked, request)
+            answer = await self._apply(kind, issue, title, body, checked, request, failing)
+            if self.pause is not None and not self.pause.caught.is_set():
+                await self.pause.hold(checked)
+            failed = failing and not answer.replayed  # it made its effect, and now fails
             detail = {"call": what, "key": checked, "applied": not answer.replayed,
-                      "answer": answer.body.get("number"), "status": answer.status}
+                      "answer": answer.body.get("number"), "status": 500 if failed else answer.status}
             await self.report("request", label, detail, point="accepted")
+            if failed:
+                self.fail_next = False
+                await self.report("failed-after-effect", label, {"call": what, "key": checked, "applied": True,
+                                                                 "answer": answer.body.get("number"),
+                                                                 "kept": self.after_failure})
+                answer = Answer(500, FAILED)
         finally:
             if honoured is not None:
                 self.in_flight.discard(honoured)
         return answer
+
+    @property
+    def after_failure(self) -> str:
+        """What the key of a request that failed after its effect keeps: the profile's word, for a keyed tracker; a
+        lookup or fencing tracker keeps the effect, so its lookup reports what was made."""
+        return self.profile.after_failure if self.tracker == "keyed" else "replay-effect"
 
     async def _no_reply(self, label: str, kind: Kind, issue: int | None, title: str | None, body: str,
                         key: str | None, request: str, what: str) -> Answer:
@@ -278,20 +389,26 @@ class Service:
         return Answer(504, {"error": "no reply in time: the request may or may not have been applied"})
 
     async def _apply(self, kind: Kind, issue: int | None, title: str | None, body: str, key: str | None,
-                     request: str) -> Answer:
-        """Replay the response kept under `key`, or commit the record (and keep the key) as `commit` orders."""
+                     request: str, failing: bool = False) -> Answer:
+        """Replay the response kept under `key`, or commit the record (and keep the key) as `commit` orders; if
+        `failing`, the key keeps what the profile keeps of a request that fails after its effect."""
         now = self.store.now()
         kept = None if key is None or self.tracker == "keyless" else self.live(key, now)
         if kept is not None and self.tracker == "keyed":
-            if kept.fingerprint != request:
-                raise Refused(422, f"key {key!r} was first used for another request: a key names one request, "
-                                   "send this one under a new key")
+            if kept.fingerprint != request and self.profile.other_payload == "refused":
+                raise Refused(self.profile.other_payload_status, f"key {key!r} was first used for another request: "
+                              "a key names one request, send this one under a new key",
+                              self.profile.code("other-payload"), contract=True)
             if kept.status == 404:
                 raise Refused(404, kept.answer["error"])
-            return Answer(kept.status, kept.answer, replayed=True)
+            return self.replay(kept)
         keep = request if key is not None and self.tracker != "keyless" and kept is None else None
+        after = self.after_failure if failing else "replay-effect"
+        if after == "run-again":
+            keep = None  # only a success is kept, and this request will not answer one
+        failure = FAILED if after == "replay-failure" else None
         try:
-            number = await self._commit(Change(kind, issue, title, body, key, keep, now))
+            number = await self._commit(Change(kind, issue, title, body, key, keep, now, failure))
         except NoSuchIssue:
             # The refusal is the request's response, kept under its key as any is: the same request resent, or
             # left in flight by a dead client and landing late, is refused again, though the issue be made since.
@@ -328,7 +445,11 @@ class Service:
     def live(self, key: str, now: float) -> Kept | None:
         """The response kept under `key`, unless it is older than the retention: then the key is forgotten."""
         kept = self.store.kept(key)
-        return kept if kept is not None and now - kept.made < self.retention * 3600.0 else None
+        return kept if kept is not None and self.fresh(kept.made, now) else None
+
+    def fresh(self, made: float, now: float) -> bool:
+        """Whether what was kept under a key at `made` still counts at `now`, by the retention."""
+        return self.kept_for is None or now - made < self.kept_for * 3600.0
 
     # Read-only requests: a search, and the lookup rung.
 
@@ -344,7 +465,7 @@ class Service:
 
     async def lookup(self, key: object) -> Answer:
         self.catch_up()
-        checked = valid_key(key)
+        checked = self.valid_key(key)
         if self.tracker == "keyless":
             raise Refused(501, "a keyless service keeps no keys, so it has none to look up")
         kept = self.live(checked, self.store.now())
@@ -422,10 +543,37 @@ class Service:
         return {**said, "applied": not done.replayed, "answer": done.body.get("number")}
 
     def reset(self) -> None:
+        self.resume()
+        self.fail_next = False
         self.held.clear()
         self.behind.clear()
         self.store.reset()
         self.in_flight.clear()
+
+    def arm_pause(self) -> None:
+        """Keep the next changing request in flight after its commit, until `resume`."""
+        self.resume()
+        self.pause = Pause()
+
+    async def paused(self, seconds: float) -> dict[str, Any]:
+        """Wait up to `seconds` for the armed pause to catch a request: whether it did, and the key it came under (it
+        did not if it was resumed first). `Refused` (409) if none is armed, (408) if none came."""
+        pause = self.pause
+        if pause is None:
+            raise Refused(409, "no pause is armed: POST /_crashlab/pause first")
+        try:
+            await asyncio.wait_for(pause.caught.wait(), seconds)
+        except TimeoutError:
+            raise Refused(408, f"no changing request arrived within {seconds:g} s to be paused") from None
+        return {"paused": pause.holding, "key": pause.key}
+
+    def resume(self) -> None:
+        """The paused request goes on and answers; a pause armed and not yet used is disarmed, and whoever waits for
+        it to catch a request hears that none came."""
+        if self.pause is not None:
+            self.pause.go.set()
+            self.pause.caught.set()
+        self.pause = None
 
     def state(self) -> dict[str, Any]:
         self.catch_up()  # the scenario is over and the service alive: what it answered, it writes

@@ -96,3 +96,31 @@ def sse(events: Iterable[tuple[str | None, dict[str, Any]]], done: bool = False)
     if done:
         lines.append("data: [DONE]\n\n")
     return "".join(lines).encode()
+
+
+def events(data: bytes) -> list[tuple[str | None, Any]]:
+    """Server-sent events as a client reads them: each event's name (if it has one) and its data as JSON; the
+    ``[DONE]`` that ends a Chat Completions stream is left out. `Malformed` if a data line is not JSON."""
+    found: list[tuple[str | None, Any]] = []
+    name: str | None = None
+    for line in data.decode("utf-8", errors="replace").splitlines():
+        if line.startswith("event:"):
+            name = line[6:].strip()
+        elif line.startswith("data:"):
+            said = line[5:].strip()
+            if said != "[DONE]":
+                try:
+                    found.append((name, json.loads(said)))
+                except ValueError:
+                    raise Malformed(f"a streamed event's data is not JSON: {said[:60]!r}") from None
+        elif not line.strip():
+            name = None
+    return found
+
+
+def answer_of(data: bytes) -> Any:
+    """A reply's body as JSON; `Malformed` if it is not."""
+    try:
+        return json.loads(data)
+    except ValueError:
+        raise Malformed(f"not JSON: {data[:60]!r}") from None

@@ -13,25 +13,29 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from crashlab.job import Job, intended
+from crashlab.profiles import DEFAULT, Profile, find
 from crashlab.protocols.points import Recorder
 from crashlab.world.clock import Clock
 from crashlab.world.model import Model
 from crashlab.world.person import DESK_MODES, ApprovalDesk, DeskMode, Person
 from crashlab.world.tracker import (
+    CONTRACT_REFUSAL,
     KEY_RETENTION,
     TRACKER_MODES,
     Fenced,
     NoSuchIssue,
     Record,
+    Refused,
     Tracker,
     TrackerMode,
     TrackerProtocol,
 )
-from crashlab.world.wire import NoReply, Relay, TransportError, UnknownOutcome, Wire
+from crashlab.world.wire import Failed, NoReply, Nth, Relay, TransportError, UnknownOutcome, Wire
 
-__all__ = ["DESK_MODES", "KEY_RETENTION", "TRACKER_MODES", "ApprovalDesk", "Clock", "DeskMode", "Fenced", "Model",
-           "NoReply", "NoSuchIssue", "Parts", "Person", "Record", "Relay", "Tracker", "TrackerMode", "TrackerProtocol",
-           "TransportError", "UnknownOutcome", "Wire", "World", "WorldState"]
+__all__ = ["CONTRACT_REFUSAL", "DESK_MODES", "KEY_RETENTION", "TRACKER_MODES", "ApprovalDesk", "Clock", "DeskMode",
+           "Failed", "Fenced", "Model", "NoReply", "NoSuchIssue", "Nth", "Parts", "Person", "Record", "Refused",
+           "Relay", "Tracker", "TrackerMode", "TrackerProtocol", "TransportError", "UnknownOutcome", "Wire", "World",
+           "WorldState"]
 
 
 @dataclass(frozen=True)
@@ -39,7 +43,7 @@ class Parts:
     """How a world's parts are made. A fault swaps one for its own: a tracker that commits in two
     steps, a person who answers wrong, a model that drifts, a longer wire."""
 
-    tracker: Callable[[Recorder, TrackerMode, Clock], Tracker] = Tracker
+    tracker: Callable[[Recorder, TrackerMode, Clock, Profile], Tracker] = Tracker
     person: Callable[[Recorder, TrackerProtocol, bool], Person] = Person
     model: Callable[[Recorder, Job], Model] = Model
     relays: tuple[Callable[[Wire], Wire], ...] = ()  # lengths of wire in front of the tracker, innermost first
@@ -68,6 +72,7 @@ class WorldState:
     hours: float = 0.0  # the world's clock
     model: Any = ()  # what the model remembers between calls
     wire: tuple[Any, ...] = ()  # what is on each length of the wire, outermost first
+    failed: tuple[str, ...] = ()  # the keys whose request was answered with a failure (`Tracker.failed`)
 
 
 @dataclass
@@ -93,10 +98,10 @@ class World:
 
     @classmethod
     def new(cls, job: Job, points: Recorder, tracker_mode: TrackerMode = "keyed", approves: bool = True,
-            desk: DeskMode = "remembers", parts: Parts = Parts()) -> World:
-        """A fresh world, its parts made as `parts` says."""
+            desk: DeskMode = "remembers", parts: Parts = Parts(), profile: str = DEFAULT) -> World:
+        """A fresh world, its parts made as `parts` says, its tracker keeping `profile`'s contract."""
         clock = Clock()
-        tracker = parts.tracker(points, tracker_mode, clock)
+        tracker = parts.tracker(points, tracker_mode, clock, find(profile))
         person = parts.person(points, tracker, approves)
         wire = Wire(tracker)
         for relay in parts.relays:
@@ -123,13 +128,14 @@ class World:
             hours=self.clock.hours,
             model=self.model.state(),
             wire=tuple(layer.state() for layer in self.wire.layers()),
+            failed=tuple(sorted(tracker.failures())),
         )
 
     def restore(self, state: WorldState) -> None:
         """Hold exactly `state`: a fresh world becomes the one a restart finds."""
         tracker = self.tracker
         assert isinstance(tracker, Tracker), "only a world in memory is restored from a value"
-        tracker.hold(state.records, dict(state.keys), dict(state.key_times), state.fenced)
+        tracker.hold(state.records, dict(state.keys), dict(state.key_times), state.fenced, state.failed)
         self.clock.hours = state.hours
         self.person.asks, self.person.approvals, self.person.earlier = state.asks, state.approvals, state.earlier
         self.desk.pending |= set(state.pending)

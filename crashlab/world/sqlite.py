@@ -28,6 +28,7 @@ from crashlab.errors import BadInput
 from crashlab.fsync import sync_directory
 from crashlab.job import Call, Job
 from crashlab.job.reader import MAX_ISSUE
+from crashlab.profiles import DEFAULT, Profile, find
 from crashlab.protocols.points import Recorder
 from crashlab.world import (
     TRACKER_MODES,
@@ -42,7 +43,7 @@ from crashlab.world import (
     Wire,
     World,
 )
-from crashlab.world.tracker import REFUSED, Modes, holds_issue, refused
+from crashlab.world.tracker import REFUSED, Modes, holds_issue, other_payload, refusal, refused, screened
 
 #: The world's file, in a run directory or a scenario's.
 TRACKER_FILE = "tracker.sqlite"
@@ -245,15 +246,17 @@ class SqliteTracker(Modes):
 
     Numbering is the same (issues and comments each from 1), and so are the modes (`Modes`):
     ``keyed`` honours a key, ``lookup`` remembers it only to answer lookups, ``fencing`` also fences
-    a key a lookup did not find (in the members table), ``keyless`` ignores it.
+    a key a lookup did not find (in the members table), ``keyless`` ignores it. So is the profile's
+    contract, but for its retention: a world in a database keeps no clock (`key_times`).
     """
 
-    def __init__(self, points: Recorder, db: Database, mode: TrackerMode = "keyed"):
+    def __init__(self, points: Recorder, db: Database, mode: TrackerMode = "keyed", profile: Profile | None = None):
         if mode not in TRACKER_MODES:
             raise ValueError(f"unknown tracker mode {mode!r} (valid: {', '.join(TRACKER_MODES)})")
         self.points = points
         self.db = db
         self.mode = mode
+        self.profile = profile or self.profile
         self._fenced = DurableSet(db, "fenced")
 
     @property
@@ -266,23 +269,39 @@ class SqliteTracker(Modes):
         self.points.guard("a tracker request made")
         if self.fences and key in self._fenced:
             raise Fenced(f"call {call.id}'s key {key} was fenced by a lookup: the tracker refuses it")
+        status = screened(self.profile, call, key)
+        if status is not None:
+            raise refusal(self.points, call, key, status)
         keeps = key is not None and self.mode != "keyless"
         with self.db.transaction() as sql:
             known = None
             if key is not None and self.honours_keys:
                 known = sql.execute("SELECT number FROM keys WHERE key = ?", (key,)).fetchone()
-            if known is None:
+            if key is not None and known is not None:
+                status = other_payload(self.profile, self._kept(sql, key, known[0]), call.tool, args)
+            if status is not None:
+                number = REFUSED  # refused: the key keeps its first answer, and nothing is written
+            elif known is None:
                 number = self._add(sql, call, args, key)
                 if keeps:
                     sql.execute("INSERT OR IGNORE INTO keys (key, number) VALUES (?, ?)", (key, number))
             else:
                 (number,) = known
+        if status is not None:
+            raise refusal(self.points, call, key, status)
         if number == REFUSED:
             raise refused(self.points, call, key, args["issue"])
         self.points.note("request", call.tool, call=call.id, args=args, key=key, applied=known is None,
                          answer=number, forgot=False)
         self.points.hit("accepted")
         return number
+
+    @staticmethod
+    def _kept(sql: sqlite3.Connection, key: str, number: int) -> Record | None:
+        """The record whose answer `key` keeps, in the caller's transaction; None for a kept refusal."""
+        row = sql.execute("SELECT kind, number, call, key, issue, text FROM records WHERE key = ? AND number = ? "
+                          "ORDER BY seq DESC LIMIT 1", (key, number)).fetchone()
+        return Record(*row) if row else None
 
     @staticmethod
     def _add(sql: sqlite3.Connection, call: Call, args: dict[str, Any], key: str | None) -> int:
@@ -437,7 +456,7 @@ TrackerFactory = Callable[[Recorder, Database, TrackerMode], TrackerProtocol]
 
 def open_world(db: Database, job: Job, points: Recorder, tracker_mode: TrackerMode = "keyed",
                person: PersonFactory = SqlitePerson, desk: DeskMode = "remembers",
-               tracker: TrackerFactory | None = None) -> World:
+               tracker: TrackerFactory | None = None, profile: str = DEFAULT) -> World:
     """The world of `job` in `db`: made on first use, and refused if it was made for another job or tracker.
 
     The job's name, its fingerprint (all it does, `Job.fingerprint`) and the tracker's mode are
@@ -450,7 +469,7 @@ def open_world(db: Database, job: Job, points: Recorder, tracker_mode: TrackerMo
         raise WorldError(f"unknown tracker {tracker_mode!r} (valid: {', '.join(TRACKER_MODES)})")
     for name, wanted in claims(job, tracker_mode).items():
         check_claims(db.path, {name: db.claim(name, wanted)}, job, tracker_mode)
-    return world_in(db, job, points, tracker_mode, person, desk, tracker)
+    return world_in(db, job, points, tracker_mode, person, desk, tracker, profile)
 
 
 def create(path: Path, claimed: Mapping[str, str]) -> None:
@@ -504,10 +523,10 @@ def check_claims(path: Path, held: dict[str, str], job: Job, tracker_mode: str) 
 
 def world_in(db: Database, job: Job, points: Recorder, tracker_mode: TrackerMode = "keyed",
              person: PersonFactory = SqlitePerson, desk: DeskMode = "remembers",
-             tracker: TrackerFactory | None = None) -> World:
+             tracker: TrackerFactory | None = None, profile: str = DEFAULT) -> World:
     """The world in `db` as it stands, claiming nothing: for a look at it, as the harness takes after a death.
-    Its tracker is in `db` too, unless `tracker` makes one elsewhere."""
-    made = (tracker or SqliteTracker)(points, db, tracker_mode)
+    Its tracker is in `db` too, keeping `profile`'s contract, unless `tracker` makes one elsewhere."""
+    made = tracker(points, db, tracker_mode) if tracker else SqliteTracker(points, db, tracker_mode, find(profile))
     someone = person(points, db, made)
     if desk == "remembers":
         approvals = ApprovalDesk(points, someone, desk, DurableSet(db, "pending"), Decisions(db))

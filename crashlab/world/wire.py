@@ -26,6 +26,11 @@ class NoReply(UnknownOutcome):
     """The caller gave up waiting for the reply: the request may have been applied, or may never arrive."""
 
 
+class Failed(UnknownOutcome):
+    """The receiver answered a failure (a 5xx): it may have made the effect before it failed, and what a retry
+    under the same key gets is its profile's to say (`crashlab.profiles.Profile.after_failure`)."""
+
+
 class Wire:
     """The direct path: send is the tracker's request, applied at once."""
 
@@ -63,3 +68,24 @@ class Relay(Wire):
     def layers(self) -> Iterator[Wire]:
         yield self
         yield from self.inner.layers()
+
+
+class Nth(Relay):
+    """A relay that acts on the `at`-th changing request of a scenario: it counts them over every process of the
+    scenario, so its count is part of the world a death leaves (`state`, `restore`)."""
+
+    def __init__(self, inner: Wire, at: int):
+        super().__init__(inner)
+        self.at = at
+        self.sent = 0  # changing requests sent so far, over every process of the scenario
+
+    def counted(self) -> bool:
+        """Count one more request; whether it is the `at`-th."""
+        self.sent += 1
+        return self.sent == self.at
+
+    def state(self) -> Any:
+        return self.sent
+
+    def restore(self, state: Any) -> None:
+        self.sent = state

@@ -1,12 +1,14 @@
 """An agent written as the `openai` SDK's docs write one: a hand-written tool loop, run as
-``python openai_agent.py [--keyed]``, that knows nothing of crashlab.
+``python openai_loop.py [--keyed]``, that knows nothing of crashlab.
 
 The client reads ``OPENAI_BASE_URL`` and ``OPENAI_API_KEY`` from the environment, as it always does;
 the tools call the issue service at ``ISSUES_URL`` (crashlab's at ``CRASHLAB_TRACKER_URL`` when no other
 is set). The conversation is kept in ``conversation.jsonl`` in the working directory, a line appended
 and synced as each message is decided, so a restart resumes it: it asks the model again only when the
 last reply's every call has its result, and runs a call that has none. With ``--keyed`` each changing
-request carries an ``Idempotency-Key`` made of the run's ID and the model's tool-call ID.
+request carries an ``Idempotency-Key`` made of the run's ID and the model's tool-call ID. With
+``--whole-turns`` a reply is saved only with its calls' results, once they all have one, as the Agents SDK's
+session saves a turn's items: a restart asks the model again for a turn whose calls it had begun.
 """
 
 import json
@@ -53,14 +55,14 @@ def run_tool(name: str, args: dict, key: str | None) -> dict:
     return request("GET", "/search?" + urllib.parse.urlencode({"q": args["query"]}))
 
 
-def append(message: dict) -> None:
+def append(*saved: dict) -> None:
     with open(SAVED, "a") as file:
-        file.write(json.dumps(message) + "\n")
+        file.write("".join(json.dumps(message) + "\n" for message in saved))
         file.flush()
         os.fsync(file.fileno())
 
 
-def main(keyed: bool) -> None:
+def main(keyed: bool, whole_turns: bool) -> None:
     messages = [json.loads(line) for line in SAVED.read_text().splitlines()] if SAVED.exists() else []
     if not messages:
         for message in ({"role": "system", "content": f"run {uuid.uuid4().hex}"}, {"role": "user", "content": TASK}):
@@ -78,16 +80,26 @@ def main(keyed: bool) -> None:
                 return  # the final answer is saved: the run is done
             reply = client.chat.completions.create(model="gpt-4o-mini", messages=messages, tools=TOOLS)
             message = reply.choices[0].message.model_dump(exclude_none=True, include={"role", "content", "tool_calls"})
+            if whole_turns and message.get("tool_calls"):
+                answers = [answered(call, run, keyed) for call in message["tool_calls"]]
+                append(message, *answers)
+                messages += [message, *answers]
+                continue
             append(message)
             messages.append(message)
             continue
         for call in pending:
-            key = f"{run}:{call['id']}" if keyed else None
-            result = run_tool(call["function"]["name"], json.loads(call["function"]["arguments"]), key)
-            answer = {"role": "tool", "tool_call_id": call["id"], "content": json.dumps(result)}
+            answer = answered(call, run, keyed)
             append(answer)
             messages.append(answer)
 
 
+def answered(call: dict, run: str, keyed: bool) -> dict:
+    """The call run, and its result as the conversation holds it."""
+    key = f"{run}:{call['id']}" if keyed else None
+    result = run_tool(call["function"]["name"], json.loads(call["function"]["arguments"]), key)
+    return {"role": "tool", "tool_call_id": call["id"], "content": json.dumps(result)}
+
+
 if __name__ == "__main__":
-    main(keyed="--keyed" in sys.argv[1:])
+    main(keyed="--keyed" in sys.argv[1:], whole_turns="--whole-turns" in sys.argv[1:])
