@@ -102,4 +102,5 @@ def frameworks(job_spec: str, chosen: str | None, depths: tuple[int, ...], fmt: 
     click.echo(json.dumps(report.records(measured), indent=2) if fmt == "json" else report.table(measured))
     if flaky := sum(row.flaky for m in measured for rows in m.rows.values() for row in rows):
         raise Flaky(f"{flaky} flaky scenario{'s' if flaky > 1 else ''}: the table counts the worst each came to "
-                    "(crashlab sweep --loop RUNTIME --kill --list flaky names them)")
+                    "(crashlab sweep --loop RUNTIME --kill --list flaky names them, or, for a row swept as a command, "
+                    "crashlab sweep --command NAME=CMD --job JOB --list flaky)")
