@@ -170,6 +170,20 @@ def test_a_program_that_fails_by_itself_fails_the_sweep_in_one_line(cli):
     assert (code, out) == (3, "") and err.strip().endswith("process 1 failed: exited with status 3")
 
 
+@pytest.mark.slow
+def test_a_program_that_cannot_stop_at_a_crash_point_fails_the_sweep_in_one_line_and_never_hangs(tmp_path):
+    """Sharing stops a program at each crash point to copy what a death there would leave. A program with a thread
+    waiting for the child it vfork'ed to exec cannot stop: the harness waited for the stop for ever. It waits up to
+    the time limit, and the sweep fails in one line."""
+    effects = tmp_path / "effects.yaml"
+    effects.write_text("A: {issue: Login fails on Safari}\nB: {issue: Export times out}\n")
+    code, out, err = within(60, "sweep", "--command", f"{sys.executable} {PROGRAMS / 'unstoppable_agent.py'}",
+                            "--effects", str(effects), "--state-in-run-dir", "--depth", "1", "--time-limit", "1")
+    assert (code, out) == (3, "") and err.count("\n") == 1, err
+    assert err.strip().endswith("process 1 failed: hung: asked to stop, it ran on past its time limit of 1 s "
+                                "(--time-limit), and was killed")
+
+
 # With --job, crashlab also plays the job's model, over the wire formats the official SDKs speak (the agents of
 # examples/agents/, on the official SDKs, are swept so in tests/test_examples_agents.py).
 
