@@ -375,8 +375,7 @@ class RefusedByContract(LoopFailed):
 
 
 #: The events crashlab's service reports as it answers a request, one for each (`crashlab.service.tracker`).
-ANSWERED = frozenset({"request", "refused", "lookup", "ask", "approval", "model", "task", "no-reply",
-                      "failed-after-effect"})
+ANSWERED = frozenset({"request", "refused", "lookup", "ask", "approval", "model", "task", "no-reply"})
 
 
 def refused_by(failed: LoopFailed, setup: Setup, points: Recorder) -> LoopFailed:
