@@ -417,10 +417,11 @@ def test_a_restart_runs_its_threads_in_the_order_its_scenario_names(cli, tmp_pat
     assert code == 2 and "each once" in err and "Traceback" not in err
 
 
-def requests_at_once(shape, picks):
+def requests_at_once(shape, picks, told=None):
     """A reply of calls on a pool, each passing `before` points, making its request, then passing `after` points
     (`shape`: one (before, after) per call, named A, B, ...), run in this process under the schedule `picks`: what
-    the search reads of the run."""
+    the search reads of the run. `told`, if given, gets what happened, in order: each point, and ``A!`` for each
+    request."""
     import crashlab
     from crashlab.faults.orders import ran
     from crashlab.protocols.points import recording
@@ -441,6 +442,9 @@ def requests_at_once(shape, picks):
         with ThreadPoolExecutor(max_workers=len(shape)) as pool:
             for future in [pool.submit(call, "ABCD"[k], *counts) for k, counts in enumerate(shape)]:
                 future.result()
+    if told is not None:
+        told.extend(f"{e.detail['call']}!" if e.kind == "request" else e.label for e in points.events
+                    if e.kind in ("request", "point"))
     return ran(points.events, ["request"])
 
 
@@ -455,6 +459,40 @@ def test_the_search_reaches_every_order_of_calls_made_at_once(shape):
     found = search(lambda picks: requests_at_once(shape, picks), 10_000)
     assert set(found.orders) == set(permutations("ABCD"[:len(shape)]))
     assert found.orders[tuple("ABCD"[:len(shape)])] == ()  # the default schedule reaches submission order
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 2), st.integers(0, 2)), min_size=2, max_size=3))
+def test_for_each_order_a_schedule_has_every_call_in_flight_before_any_goes_on_past_its_request(shape):
+    """The schedule of an order need not leave every state of it: there A passes its points after its request before B
+    makes its own. For each order the search also makes the schedule of most in flight: every request of the order
+    is made, in that order, before any call passes a point after its request."""
+    from crashlab.faults.orders import crowded, search
+
+    def run(picks, told=None):
+        return requests_at_once(shape, picks, told)
+
+    found = search(run, 10_000)
+    for order, schedule in found.orders.items():
+        told: list[str] = []
+        assert run(crowded(run, schedule, run(schedule)), told).order == order
+        assert not [label for label in told[:told.index(f"{order[-1]}!")] if "-after-" in label], told
+
+
+def test_the_default_schedule_saves_a_call_s_result_before_the_next_request_and_the_crowded_one_does_not():
+    """Three calls that each pass a point after their request: by default A passes it before B's request (so no death
+    leaves A and B in flight at once); the schedule of most in flight makes B's and C's requests first."""
+    from crashlab.faults.orders import crowded
+
+    def run(picks, told=None):
+        return requests_at_once([(0, 1)] * 3, picks, told)
+
+    default: list[str] = []
+    run((), default)
+    assert default.index("A-after-0") < default.index("B!")
+    crowd: list[str] = []
+    run(crowded(run, (), run(())), crowd)
+    assert crowd[:4] == ["start", "A!", "B!", "C!"]
 
 
 def test_a_search_that_finds_ever_more_schedules_is_refused_in_one_line():

@@ -11,7 +11,19 @@ goes on by the default (a thread that yields at a point goes on), and makes its 
 schedule it tries is run once and read the same way, until no backtrack is new.
 
 Every order of the requests is then reached, as far as the threads meet only at the requests and
-the waits the scheduler sees. What it cannot see: two threads that read and write something of the
+the waits the scheduler sees. An order does not tell every state, though: in the schedule that
+reaches ABC, A may have saved its result before B makes its request, and a death after all three
+requests with none of their results saved (the restart makes all three again) needs two more
+departures. So for each order `crowded` makes the schedule of the most requests in flight at once:
+each thread that makes a request hands over, at the first decision after it where it can, to the
+thread of the next request, so that none goes on to save its result while a later request is still
+to be made; after the last request the default goes on. Killed at each point, that schedule leaves
+the first one, two, ... requests of the order in flight at once, none answered into the loop's
+state. Not every subset: that C is saved while A and B are still in flight, with C's request last,
+is reached only as the defaults after the last request, or a departure of
+`crashlab.faults.interleave.schedules`, happen to reach it.
+
+What it cannot see: two threads that read and write something of the
 process's own (a dict, a file in the run directory) between points, where the order of those writes
 changes which requests a thread makes. Orders of such writes are explored only as the requests'
 orders and the departures of `crashlab.faults.interleave.schedules` happen to reach them.
@@ -20,6 +32,7 @@ orders and the departures of `crashlab.faults.interleave.schedules` happen to re
 from __future__ import annotations
 
 import heapq
+import itertools
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
@@ -104,21 +117,21 @@ def backtracks(run: Ran) -> set[Schedule]:
 class Search:
     """Every schedule the search ran, with the order each reached; the first schedule found for each order."""
 
-    ran: dict[Schedule, Order]
+    ran: dict[Schedule, Ran]
 
     @property
     def orders(self) -> dict[Order, Schedule]:
         """Each order reached, with the schedule of fewest departures that reached it (the first found)."""
         found: dict[Order, Schedule] = {}
-        for schedule, order in self.ran.items():
-            found.setdefault(order, schedule)
+        for schedule, shown in self.ran.items():
+            found.setdefault(shown.order, schedule)
         return found
 
 
 def search(run: Callable[[Schedule], Ran], most: int) -> Search:
     """Run the default schedule, then every backtrack of every run, those of fewest departures first, until none
     is new: more than `most` runs is refused in one line (the orders of that many calls are a search, not a test)."""
-    ran: dict[Schedule, Order] = {}
+    ran: dict[Schedule, Ran] = {}
     waiting: list[tuple[int, int, Schedule]] = [(0, 0, ())]
     queued: set[Schedule] = {()}
     while waiting:
@@ -126,12 +139,35 @@ def search(run: Callable[[Schedule], Ran], most: int) -> Search:
         if len(ran) == most:
             raise BadInput(f"--fault interleave: the search for every order of the calls ran {most:,} schedules and "
                            "found more to try: too many calls at once to try every order")
-        shown = run(schedule)
-        ran[schedule] = shown.order
+        shown = ran[schedule] = run(schedule)
         for other in backtracks(shown) - queued:
             queued.add(other)
             heapq.heappush(waiting, (departures(other), len(other), other))
     return Search(ran)
+
+
+def handover(run: Ran) -> Schedule | None:
+    """The first handover `run` does not make: after a request, at the first decision before the next request
+    (of another thread) that could give that thread the baton, it takes it; None if `run` makes every one."""
+    for (before, thread, _), (after, other, _) in itertools.pairwise(run.requests):
+        if other == thread:
+            continue
+        for d in range(before, after):
+            threads = run.options[d]
+            if other in threads:
+                if threads[run.picks[d] - 1] != other:
+                    return normal((*run.picks[:d], threads.index(other) + 1))
+                break
+    return None
+
+
+def crowded(run: Callable[[Schedule], Ran], schedule: Schedule, shown: Ran) -> Schedule:
+    """The schedule of most requests in flight at once from `schedule` (which `shown` ran): it makes each handover
+    in turn, and runs it. Each keeps the decisions before its own, so each is later than the one before, and the
+    search ends; the order is the same unless a thread handed the baton makes another request first."""
+    while (handed := handover(shown)) is not None:
+        schedule, shown = handed, run(handed)
+    return schedule
 
 
 def said(order: Order) -> str:
