@@ -175,8 +175,9 @@ def test_an_event_loop_waiting_on_its_tools_threads_hands_on_and_a_schedule_repl
 # loop of yours with calls on threads.
 
 
-def interleaved_sweep(setups, limit, **options):
-    """Each setup swept under the interleave fault, at most `limit` schedules, killed at every point."""
+def interleaved_sweep(setups, limit, depth=1, **options):
+    """Each setup swept under the interleave fault, at most `limit` schedules, killed at every point, `depth` deaths
+    a scenario."""
     from dataclasses import replace
 
     from crashlab.engine.sweep import sweep_all
@@ -185,7 +186,7 @@ def interleaved_sweep(setups, limit, **options):
     from crashlab.runners import RunnerSpec
 
     faulted = [replace(setup, faults=Faults.of([Interleave(limit=limit)])) for setup in setups]
-    return sweep_all(faulted, RunnerSpec("forked"), depth=1, **options)
+    return sweep_all(faulted, RunnerSpec("forked"), depth=depth, **options)
 
 
 def as_json(sweep) -> str:
@@ -262,6 +263,40 @@ def test_a_loop_of_yours_with_calls_on_threads_sweeps_deterministically():
     assert row.flaky == 0 and row.dups > 0
     assert row.orders == "7 schedules, bounded at 7: 6 of 6 orders; restarts' orders not run: 213, 231, 312, 321"
     assert len(first_duplicated(runs[0])) > 1
+
+
+@pytest.mark.slow
+def test_three_calls_in_flight_at_once_are_swept_and_the_restart_makes_all_three_again():
+    """The loop saves each answer as it comes, and a restart makes every call it finds no answer for: a death after
+    all three requests, before any answer is saved, makes A, B and C twice. Each of the six orders was swept, and
+    that state never: in the schedule that reaches ABC, A saves its answer before B makes its request, and keeping
+    A and then B back takes two departures from the default. The schedule of most in flight of ABC reaches it."""
+    from crashlab.api import loop
+
+    from .threaded_loop import EFFECTS, parallel
+
+    sweep = interleaved_sweep([loop(parallel, EFFECTS, name="threaded", scheduled=True)], 7, strays_fail=False)[0]
+    orders = sweep.row().orders
+    assert orders.startswith("7 schedules, bounded at 7: 6 of 6 orders; not in flight: ") and "ABC" not in orders
+    assert {"A": 1, "B": 1, "C": 1} in [s.outcome.dups for s in sweep.scenarios()]
+
+
+@pytest.mark.slow
+def test_a_restart_s_order_matters_after_a_first_process_that_left_two_calls_in_flight():
+    """The loop resumes by counting its answers (`tests/counting_loop.py`). Its first process dies with B and C made
+    and no answer counted (two departures from the default: the schedule of most in flight); a restart that runs B
+    and then C (or C, then B) counts one answer and dies with the other made: the next makes B and C a third time.
+    Neither the default first process, whatever its restarts' order, nor a restart in the default order (A first,
+    and counted) after any first process, leaves B and C made three times."""
+    from crashlab.api import loop
+
+    from .counting_loop import EFFECTS, counting
+
+    setup = loop(counting, EFFECTS, name="counting", scheduled=True, state_in_run_dir=True)
+    sweep = interleaved_sweep([setup], 15, depth=2, strays_fail=False)[0]
+    thrice = [s.id for s in sweep.scenarios() if {s.outcome.dups.get(c) for c in "BC"} == {2}]
+    assert thrice and all("-" in s.split(":")[0] for s in thrice)  # each with its restarts in another order
+    assert "restarts in 6 orders after 12 schedules: " in sweep.row().orders
 
 
 @pytest.mark.slow

@@ -8,8 +8,8 @@ of the uninterrupted run for every order in which its calls can reach the world
 (`crashlab.faults.orders`), and for each order the schedule of most calls in flight at once (each
 thread hands over just after its request), then runs, each a tree of its own: the default schedule,
 one schedule for each order the default does not reach, the schedule of most in flight of each
-order, the default schedule with its restarts running their threads in each other order, each
-schedule of an order (of most in flight first) with its restarts so, then the schedules that depart
+order, each of these (those of most in flight first: they leave a restart the most to do) with its
+restarts running their threads in each other order, then the schedules that depart
 from the default at one decision, in the order `schedules` gives (CHESS's: no preemption first),
 with their restarts in the default order; up to `--interleavings` of them in all (`LIMIT` unless
 told; ``all``: every one of these). The table says which orders it covered, of which it ran the
@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from itertools import islice, permutations
+from itertools import chain, islice, permutations
 from typing import TYPE_CHECKING, ClassVar
 
 from crashlab.errors import BadInput
@@ -147,9 +147,8 @@ class Interleave(Fault):
 
     def variations(self, without: Rerunning) -> Iterable[Fault]:
         """The default schedule, one for each order of the calls it does not reach, one of most calls in flight for
-        each order, the default's with its restarts running their threads in each other order, then each of those
-        of the orders with its restarts so, then each of one departure, up to the bound; each knows what it covers
-        of what there is."""
+        each order, each of these with its restarts running their threads in each other order, then each of one
+        departure, up to the bound; each knows what it covers of what there is."""
         setup = without.setup
         if not setup.variant.scheduled:
             raise BadInput(f"--fault interleave orders the threads of a loop that runs its tool calls on a thread "
@@ -177,14 +176,16 @@ class Interleave(Fault):
         firsts = [order for order in islice(permutations(tasks), MOST) if list(order) != tasks]
         restarted = list(dict.fromkeys([*crowds, *orders.values()]))
         one, _ = schedules(decisions_of(without.first), None)
-        candidates = list(dict.fromkeys([((), ()), *((s, ()) for s in orders.values()), *((s, ()) for s in crowds),
-                                         *(((), f) for f in firsts), *((s, f) for s in restarted for f in firsts),
-                                         *((normal(s), ()) for s in one)]))
+        alone = list(dict.fromkeys([(), *orders.values(), *crowds]))
+        departing = [s for s in dict.fromkeys(normal(s) for s in one) if s not in alone]
+        there = len(alone) + len(restarted) * len(firsts) + len(departing)
+        chosen = list(islice(chain(((s, ()) for s in alone), ((s, f) for s in restarted for f in firsts),
+                                   ((s, ()) for s in departing)), self.limit))
         told = tuple(said(order) for order in orders)
         restarts = tuple(said(tuple(map(str, order))) for order in (tasks, *firsts)) if tasks else ()
         return [Interleave(dotted(s) + (f"-{'.'.join(map(str, f))}" if f else ""), self.limit, said(run(s).order),
                            told, said(tuple(map(str, f or tasks))), restarts, tuple(crowds.get(s, ())),
-                           s in restarted, len(restarted), len(candidates)) for s, f in candidates[: self.limit]]
+                           s in restarted, len(restarted), there) for s, f in chosen]
 
     def explored(self, sweep: Swept) -> str:
         """Which orders of the calls the sweep's schedules reached, of every order the search found; of which it ran
