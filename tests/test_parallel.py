@@ -261,7 +261,8 @@ def test_a_loop_of_yours_with_calls_on_threads_sweeps_deterministically():
     assert as_json(runs[0]) == as_json(runs[1])
     row = runs[0].row()
     assert row.flaky == 0 and row.dups > 0
-    assert row.orders == "7 schedules, bounded at 7: 6 of 6 orders; restarts' orders not run: 213, 231, 312, 321"
+    assert row.orders == ("7 schedules, bounded at 7: 6 of 6 orders; not in flight: BAC, CAB, ACB, BCA, CBA; "
+                          "restarts in 6 orders after 12 schedules: 7 of 72 run")
     assert len(first_duplicated(runs[0])) > 1
 
 
@@ -276,9 +277,9 @@ def test_three_calls_in_flight_at_once_are_swept_and_the_restart_makes_all_three
     from .threaded_loop import EFFECTS, parallel
 
     sweep = interleaved_sweep([loop(parallel, EFFECTS, name="threaded", scheduled=True)], 7, strays_fail=False)[0]
+    assert {"A": 1, "B": 1, "C": 1} in [s.outcome.dups for s in sweep.scenarios()]
     orders = sweep.row().orders
     assert orders.startswith("7 schedules, bounded at 7: 6 of 6 orders; not in flight: ") and "ABC" not in orders
-    assert {"A": 1, "B": 1, "C": 1} in [s.outcome.dups for s in sweep.scenarios()]
 
 
 @pytest.mark.slow
@@ -423,11 +424,11 @@ def test_every_order_of_three_calls_is_swept_and_the_table_says_so(cli, tmp_path
             "--scheduled", "--fault", "interleave"]
     code, out, err = cli(*loop, "--interleavings", "all")
     assert code == 0, err
-    assert "6 of 6 orders, restarts in 6 of 6, 20 schedules" in out
+    assert "6 of 6 orders, 6 of 6 in flight, restarts in 6 of 6 after each of 12, 81 schedules" in out
     assert "B made again, C made again, A lost" in err  # a cause: what a death adds
     code, out, err = cli(*loop, "--interleavings", "3")
-    assert ("3 schedules, bounded at 3: orders not covered: ACB, BCA, CBA; restarts' orders not run: 132, 213, 231, "
-            "312, 321") in out
+    assert ("3 schedules, bounded at 3: orders not covered: ACB, BCA, CBA; not in flight: ABC, BAC, CAB, ACB, BCA, "
+            "CBA; restarts in 6 orders after 12 schedules: 3 of 72 run") in out
     assert "A lost" in err and "B made again, C made again, A lost" not in err
 
 
@@ -452,13 +453,11 @@ def test_a_restart_runs_its_threads_in_the_order_its_scenario_names(cli, tmp_pat
     assert code == 2 and "each once" in err and "Traceback" not in err
 
 
-def requests_at_once(shape, picks, told=None):
+def reply(shape, picks):
     """A reply of calls on a pool, each passing `before` points, making its request, then passing `after` points
-    (`shape`: one (before, after) per call, named A, B, ...), run in this process under the schedule `picks`: what
-    the search reads of the run. `told`, if given, gets what happened, in order: each point, and ``A!`` for each
-    request."""
+    (`shape`: one (before, after) per call, named A, B, ...), run in this process under the schedule `picks`: the
+    story it tells."""
     import crashlab
-    from crashlab.faults.orders import ran
     from crashlab.protocols.points import recording
     from crashlab.protocols.schedule import scheduling
 
@@ -477,10 +476,19 @@ def requests_at_once(shape, picks, told=None):
         with ThreadPoolExecutor(max_workers=len(shape)) as pool:
             for future in [pool.submit(call, "ABCD"[k], *counts) for k, counts in enumerate(shape)]:
                 future.result()
+    return points
+
+
+def requests_at_once(shape, picks, told=None):
+    """What the search reads of `reply`'s run. `told`, if given, gets what happened, in order: each point, and
+    ``A!`` for each request."""
+    from crashlab.faults.orders import ran
+
+    events = reply(shape, picks).events
     if told is not None:
-        told.extend(f"{e.detail['call']}!" if e.kind == "request" else e.label for e in points.events
+        told.extend(f"{e.detail['call']}!" if e.kind == "request" else e.label for e in events
                     if e.kind in ("request", "point"))
-    return ran(points.events, ["request"])
+    return ran(events, ["request"])
 
 
 @settings(max_examples=25, deadline=None)
@@ -528,6 +536,42 @@ def test_the_default_schedule_saves_a_call_s_result_before_the_next_request_and_
     crowd: list[str] = []
     run(crowded(run, (), run(())), crowd)
     assert crowd[:4] == ["start", "A!", "B!", "C!"]
+
+
+def test_the_bound_on_schedules_is_a_bound_and_the_table_says_what_it_left_out():
+    """Three calls at once, swept under the fault at bounds from 1 to past every schedule there is: it runs as many as
+    the bound lets it, never more; below every schedule of the orders and their restarts' orders the column says
+    bounded, and which; at `all` it runs every one and says so."""
+    from types import SimpleNamespace
+
+    from crashlab.faults.interleave import Interleave
+    from crashlab.protocols.fault import Faults
+
+    shape = [(0, 1)] * 3
+    scheduled = SimpleNamespace(variant=SimpleNamespace(scheduled=True, slug="reply", service=()),
+                                job=SimpleNamespace(calls=()))
+    without = SimpleNamespace(setup=scheduled, first=SimpleNamespace(points=reply(shape, ())),
+                              rerun=lambda faults: SimpleNamespace(points=reply(shape, faults.members[0].schedule(1)[0])))
+
+    def swept(limit):
+        faults = list(Interleave(limit=limit).variations(without))
+        trees = [SimpleNamespace(faults=Faults.of([f])) for f in faults]
+        return faults, Interleave(limit=limit).explored(SimpleNamespace(trees=trees))
+
+    every, said = swept(None)
+    there = every[0].there
+    assert len(every) == there == len({f.value for f in every})
+    assert said == f"6 of 6 orders, 6 of 6 in flight, restarts in 6 of 6 after each of 12, {there} schedules"
+    for limit in (1, 2, 6, 7, 12, 13, 71, 72, 73, there - 1, there, there + 1):
+        faults, said = swept(limit)
+        assert [f.value for f in faults] == [f.value for f in every][:limit]
+        if limit < 6 + 6 + 12 * 5:  # the orders, of most in flight, and each with its restarts in 5 other orders
+            assert said.startswith(f"{limit} schedules, bounded at {limit}: "), said
+        else:
+            assert said.startswith("6 of 6 orders, 6 of 6 in flight, restarts in 6 of 6 after each of 12, "), said
+            assert said.endswith(f", {min(limit, there)}{f' of {there}' if limit < there else ''} schedules"), said
+    assert swept(2)[1] == ("2 schedules, bounded at 2: orders not covered: CAB, ACB, BCA, CBA; not in flight: ABC, BAC, "
+                           "CAB, ACB, BCA, CBA; restarts in 6 orders after 12 schedules: 2 of 72 run")
 
 
 def test_a_search_that_finds_ever_more_schedules_is_refused_in_one_line():
