@@ -21,20 +21,22 @@ to be made; after the last request the default goes on. Killed at each point, th
 the first one, two, ... requests of the order in flight at once, none answered into the loop's
 state. Not every subset: that C is saved while A and B are still in flight, with C's request last,
 is reached only as the defaults after the last request, or a departure of
-`crashlab.faults.interleave.schedules`, happen to reach it.
+`crashlab.faults.interleave.schedules`, happen to reach it. And where the next thread cannot go on
+just after a request (it waits on something), the handover is at the first decision where it can:
+by then the thread before may have saved its result.
 
-What it cannot see: two threads that read and write something of the
-process's own (a dict, a file in the run directory) between points, where the order of those writes
-changes which requests a thread makes. Orders of such writes are explored only as the requests'
-orders and the departures of `crashlab.faults.interleave.schedules` happen to reach them.
+What it cannot see: two threads that read and write something of the process's own (a dict, a file
+in the run directory) between points, where the order of those writes changes which requests a
+thread makes. Orders of such writes are explored only as the requests' orders and the departures of
+`crashlab.faults.interleave.schedules` happen to reach them.
 """
 
 from __future__ import annotations
 
 import heapq
-import itertools
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from itertools import pairwise
 
 from crashlab.errors import BadInput
 from crashlab.protocols.points import Event
@@ -117,21 +119,21 @@ def backtracks(run: Ran) -> set[Schedule]:
 class Search:
     """Every schedule the search ran, with the order each reached; the first schedule found for each order."""
 
-    ran: dict[Schedule, Ran]
+    ran: dict[Schedule, Order]
 
     @property
     def orders(self) -> dict[Order, Schedule]:
         """Each order reached, with the schedule of fewest departures that reached it (the first found)."""
         found: dict[Order, Schedule] = {}
-        for schedule, shown in self.ran.items():
-            found.setdefault(shown.order, schedule)
+        for schedule, order in self.ran.items():
+            found.setdefault(order, schedule)
         return found
 
 
 def search(run: Callable[[Schedule], Ran], most: int) -> Search:
     """Run the default schedule, then every backtrack of every run, those of fewest departures first, until none
     is new: more than `most` runs is refused in one line (the orders of that many calls are a search, not a test)."""
-    ran: dict[Schedule, Ran] = {}
+    ran: dict[Schedule, Order] = {}
     waiting: list[tuple[int, int, Schedule]] = [(0, 0, ())]
     queued: set[Schedule] = {()}
     while waiting:
@@ -139,7 +141,8 @@ def search(run: Callable[[Schedule], Ran], most: int) -> Search:
         if len(ran) == most:
             raise BadInput(f"--fault interleave: the search for every order of the calls ran {most:,} schedules and "
                            "found more to try: too many calls at once to try every order")
-        shown = ran[schedule] = run(schedule)
+        shown = run(schedule)
+        ran[schedule] = shown.order
         for other in backtracks(shown) - queued:
             queued.add(other)
             heapq.heappush(waiting, (departures(other), len(other), other))
@@ -149,7 +152,7 @@ def search(run: Callable[[Schedule], Ran], most: int) -> Search:
 def handover(run: Ran) -> Schedule | None:
     """The first handover `run` does not make: after a request, at the first decision before the next request
     (of another thread) that could give that thread the baton, it takes it; None if `run` makes every one."""
-    for (before, thread, _), (after, other, _) in itertools.pairwise(run.requests):
+    for (before, thread, _), (after, other, _) in pairwise(run.requests):
         if other == thread:
             continue
         for d in range(before, after):
