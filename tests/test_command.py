@@ -19,7 +19,6 @@ import pytest
 from crashlab.durable.fuse import unusable
 
 from .conftest import ROOT
-from .helpers import but_states
 
 PROGRAMS = ROOT / "tests" / "programs"
 EFFECTS = str(ROOT / "examples" / "http_loop.yaml")
@@ -281,7 +280,7 @@ def test_a_program_swept_at_its_file_operations_shares_restarts_as_it_re_execute
     again, replayed, err = cli("sweep", *command, "--no-share")
     assert again == 0, err
     ours = json.loads(shared)
-    assert but_states(ours) == but_states(json.loads(replayed))
+    assert ours == json.loads(replayed)  # every column, the states' too
     assert ours[0]["with_dups"] == 12 and ours[0]["distinct"] < ours[0]["scenarios"]
 
 

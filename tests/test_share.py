@@ -91,7 +91,8 @@ def test_the_row_is_the_sum_of_the_scenarios_it_counts(triage):
 
 
 def test_each_distinct_state_is_run_once(triage):
-    """The memo runs one restart per distinct (state, process): `distinct` is the work, not a guess."""
+    """The memo runs one restart per distinct (state, process), and those after a first death once more, to see
+    that they repeat: `distinct` and `repeated` are the work, not a guess."""
     variant, started = VARIANTS["keys-markers"], []
 
     def counting(run):
@@ -99,7 +100,8 @@ def test_each_distinct_state_is_run_once(triage):
         variant.entry(run)
 
     row = sweep(Setup(replace(variant, entry=counting), triage), RunnerSpec()).row()
-    assert len(started) == 2 + row.distinct  # the uninterrupted run twice, then each distinct state once
+    # the uninterrupted run twice, then each distinct state once, and each after a first death once more
+    assert len(started) == 2 + row.distinct + row.repeated and 0 < row.repeated < row.once
     assert row.distinct < row.scenarios / 10
 
 

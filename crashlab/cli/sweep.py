@@ -148,7 +148,8 @@ def sweep(job_spec: str, loop: str | None, variant: str | None, tracker: str | N
       once       crash points of the uninterrupted run: one single-crash scenario each
                  (the agent table calls them points, and counts all scenarios)
       twice      double-crash scenarios: the restart crashed too, at each point it reached
-      distinct   distinct durable states the scenarios' last crashes left
+      distinct   distinct durable states the scenarios' last crashes left (a loop's own
+                 files, by what followed them: the same shared or re-executed)
       windows    failure windows, each once: spans of consecutive crash points that fail
                  alike (not in the book's own table). Quote these two: unlike the
                  scenario counts, they do not grow with how densely a loop is marked
@@ -230,6 +231,10 @@ def sweep(job_spec: str, loop: str | None, variant: str | None, tracker: str | N
     else:
         formats = {"table": tables.table, "json": tables.to_json, "csv": tables.to_csv}
         click.echo(formats[fmt](rows, columns).rstrip("\n"))
+        if fmt == "table" and (repeated := sum(r.repeated for r in rows)):
+            click.echo(f"{repeated:,} restart{'s' if repeated != 1 else ''}, one from each state a first death left, "
+                       "ran twice to see that the loop repeats itself (a scenario whose two runs differ is flaky)",
+                       err=True)
         if any(v.calls_service for v in variants):
             echo_windows(lambda: every_scenario(sweeps), explaining)
     if out is not None:
