@@ -122,9 +122,10 @@ class Interleavings(click.ParamType):
 @click.option("--interleavings", type=Interleavings(), default=None, show_default=str(LIMIT), metavar="N|all",
               help="With --fault interleave, the most schedules of the threads to run, or all: the default's, one for "
                    "each other order in which the calls can reach the world (found by a search of the uninterrupted "
-                   "run), the default with its restarts running their threads in each other order, then those that "
-                   "depart from the default at one decision, those that preempt no thread first (CHESS's order). The "
-                   "table says which orders it covered.")
+                   "run), one for each order with most calls in flight at once, each of these with its restarts "
+                   "running their threads in each other order, then those that depart from the default at one "
+                   "decision, those that preempt no thread first (CHESS's order). The table says which orders it "
+                   "covered, which it ran with most in flight, and after how many the restarts ran in each order.")
 @click.option("--state-in-run-dir", is_flag=True,
               help="For a loop of yours: your word that it keeps all it keeps in CRASHLAB_RUN_DIR (and crashlab's "
                    "service), so its restarts may start from copies of what each death left, each distinct state "
