@@ -305,6 +305,14 @@ def main() -> None:
               f"{peak} MiB; --no-share {again:.1f} s ({p:,} processes, {1000 * again / p:.2f} ms a process), peak "
               f"{again_peak} MiB: {seconds / again:.3f} of the time")
 
+    print(f"\n## the agent's loop against every tracker, killed for real and re-executed, depth {depth}, --workers 2: "
+          "the in-process table (CI re-executes it to depth 1)")
+    agent = ("--loop", "agent", "--tracker", "all", "--depth", depth)
+    seconds, peak, rows = sweep_rows(*agent, "--kill", "--no-share", "--workers", "2", repeat=1)
+    assert rows == sweep_rows(*agent, repeat=1)[2], "killing every process changed a count"
+    print(f"{sum(row['scenarios'] for row in rows):,} scenarios ({processes(rows):,} processes): {seconds:.1f} s, "
+          f"peak {peak} MiB")
+
     print(f"\n## frameworks killed for real, depth {depth}, --workers 2, shared against --no-share "
           "(needs crashlab[langgraph,dbos])")
     hand_built = ("--loop", "examples/langgraph_approval.py:plain,keyed",
