@@ -39,6 +39,10 @@ if TYPE_CHECKING:
 Advance = Callable[[int], None]
 
 
+#: The depth under which a shared sweep's memo keeps, for each state, its process's life with no death after it.
+LEAF = 0
+
+
 def _ignore(n: int) -> None:
     pass
 
@@ -176,16 +180,22 @@ class Branch:
 
     def _shared(self, runner: Runner, start: Left, crashes: tuple[int, ...], choices: tuple[Choice, ...],
                 advance: Advance, memo: dict[tuple[bytes, int], Life]) -> Life:
+        """The life after `crashes`, from the state `start` holds. A life is one per (state, depth), for below the
+        sweep's depth its forks differ with the depth; but a process is one per state: a restart at the sweep's
+        depth, which no death follows, is the process an earlier restart from the same state ran (its first point
+        often leaves the state it started from), under `(state, LEAF)`, kept before that restart's forks grow."""
         assert start.state is not None
-        key = (start.state.fingerprint(), len(crashes))
-        if (known := memo.get(key)) is not None:
+        state = start.state.fingerprint()
+        key, leaf = (state, len(crashes)), len(crashes) == self.depth
+        if (known := memo.get(key) or (memo.get((state, LEAF)) if leaf else None)) is not None:
             advance(known.tally.scenarios)
             return known
-        run = runner.life(self.setup, start, crashes, choices, watch=len(crashes) < self.depth)
+        run = runner.life(self.setup, start, crashes, choices, watch=not leaf)
         advance(1)
+        memo[(state, LEAF)] = life_of(run, state, self.baseline_calls)
         lives, forks = after(run, lambda j, left: self._shared(runner, left, (*crashes, j), (*choices, left.choice),
                                                                advance, memo))
-        memo[key] = life = life_of(run, key[0], self.baseline_calls, lives, forks)
+        memo[key] = life = life_of(run, state, self.baseline_calls, lives, forks)
         return life
 
     def _replayed(self, runner: Runner, crashes: tuple[int, ...], choices: tuple[Choice, ...], traces: list[Trace],
@@ -355,7 +365,8 @@ class VariantSweep:
         return total
 
     def distinct(self) -> int:
-        """Distinct (state, process) pairs among the scenarios' last lives: what the memo runs."""
+        """Distinct (state, process) pairs among the scenarios' last lives: what the memo runs, but for a restart at
+        the sweep's depth from a state a shallower restart started from, which is that restart's process."""
         seen: set[tuple[int, bytes, int]] = set()
         for k, tree in enumerate(self.trees):
             visited: set[int] = set()
