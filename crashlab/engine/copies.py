@@ -11,17 +11,24 @@ and the last crash point of its uninterrupted run, its restart from a copy, in a
 own, must do what its restart after a real death there does, request for request, and leave the
 same world. A loop that fails is refused; one that passes may still keep, elsewhere, something
 that these three deaths do not show.
+
+The check runs as the branches of those three points grow (`Branch.checks`), on the sweep's workers, rather
+than before the tree grows on one: each point's check is three processes of a program that may take most of
+a second to start, nine in all, and on two workers the second sat idle while the first ran them; and the
+restart from the copy is the one the branch grows first (three of the nine).
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from crashlab.engine.tree import Trunk
 from crashlab.errors import BadInput
-from crashlab.protocols.scenario import ScenarioRun, departure, trace_of
+from crashlab.protocols.death import Left
+from crashlab.protocols.scenario import ScenarioRun, Setup, departure, trace_of
 
 if TYPE_CHECKING:
+    from crashlab.engine.tree import Trunk
     from crashlab.protocols.runner import Runner
 
 #: What a refusal tells the user to do instead.
@@ -33,22 +40,26 @@ def checked(points: int) -> list[int]:
     return sorted({1, (points + 1) // 2, points}) if points else []
 
 
-def check_copies(stem: Trunk, runner: Runner) -> None:
-    """Refuse `stem`'s loop unless, at each point `checked` names, a restart from a copy of what a death there
-    left does what the restart after the death itself does (`BadInput`, naming the point and the difference)."""
-    setup, calls = stem.setup, stem.run.world.model.calls
-    branches = {branch.crash: branch for branch in stem.branches}
-    for j in checked(len(branches)):
-        left = next(iter(branches[j].group))
-        copied = runner.life(setup, left, (j,), (left.choice,), watch=False)
-        died = runner.scenario(setup, (j,), (left.choice,))
-        where = f"{setup.variant.slug} keeps state outside its run directory: restarted after a death at its point {j}"
-        differs = _difference(copied, died)
-        if differs is not None:
-            raise BadInput(f"--state-in-run-dir: {where}, {differs}; {INSTEAD}")
-        if copied.outcome(calls) != died.outcome(calls):
-            raise BadInput(f"--state-in-run-dir: {where}, the restart from a copy of its directory left another "
-                           f"world than the restart in the directory the death left; {INSTEAD}")
+def check_copies(stem: Trunk) -> None:
+    """Have the branches of `stem` at the points `checked` names check, as they grow, that a restart from a copy of
+    what a death there left does what the restart after the death itself does (`check_copy`)."""
+    last = {branch.crash: k for k, branch in enumerate(stem.branches)}
+    for j in checked(len(last)):
+        stem.branches[last[j]] = replace(stem.branches[last[j]], checks=True)
+
+
+def check_copy(setup: Setup, j: int, left: Left, copied: ScenarioRun, runner: Runner, calls: int) -> None:
+    """Refuse `setup`'s loop unless `copied`, the restart from a copy of what its death at point `j` left (`left`),
+    does what the restart after the death itself does (`BadInput`, naming the point and the difference); `calls`,
+    the model calls of its uninterrupted run."""
+    died = runner.scenario(setup, (j,), (left.choice,))
+    where = f"{setup.variant.slug} keeps state outside its run directory: restarted after a death at its point {j}"
+    differs = _difference(copied, died)
+    if differs is not None:
+        raise BadInput(f"--state-in-run-dir: {where}, {differs}; {INSTEAD}")
+    if copied.outcome(calls) != died.outcome(calls):
+        raise BadInput(f"--state-in-run-dir: {where}, the restart from a copy of its directory left another "
+                       f"world than the restart in the directory the death left; {INSTEAD}")
 
 
 def _difference(copied: ScenarioRun, died: ScenarioRun) -> str | None:

@@ -17,6 +17,7 @@ from itertools import zip_longest
 from operator import attrgetter
 from typing import TYPE_CHECKING
 
+from crashlab.engine.copies import check_copy
 from crashlab.errors import Stray
 from crashlab.protocols.death import Choice, Left, NoSuchChoice
 from crashlab.protocols.fault import Faults
@@ -166,31 +167,43 @@ class Branch:
     share: bool = True
     repeat: int = 1  # replayed: how many times each scenario runs, to find it flaky
     strays_fail: bool = True  # whether a process that strays fails the sweep, or makes its scenario flaky
+    checks: bool = False  # shared: first, that a restart from a copy of its state does what one after its death does
 
     def grow(self, runner: Runner, advance: Advance = _ignore, memo: dict | None = None) -> list[tuple[Choice, Life]]:
-        """The lives after this crash, one per state it can leave; `memo` may be shared with other branches."""
+        """The lives after this crash, one per state it can leave; `memo` may be shared with other branches. A branch
+        that `checks` refuses its loop (`crashlab.engine.copies`) before it grows, and the check's restart from a
+        copy of its first state is the first life it grows."""
         memo = {} if memo is None else memo
+        copied = None
+        if self.share and self.checks:
+            first = next(iter(self.group))
+            copied = runner.life(self.setup, first, (self.crash,), (first.choice,), watch=self.depth > 1)
+            check_copy(self.setup, self.crash, first, copied, runner, self.baseline_calls)
 
         def grow(left: Left) -> Life:
+            nonlocal copied
             if self.share:
-                return self._shared(runner, left, (self.crash,), (left.choice,), advance, memo)
+                ran, copied = copied, None
+                return self._shared(runner, left, (self.crash,), (left.choice,), advance, memo, ran)
             return self._replayed(runner, (self.crash,), (left.choice,), list(self.traces), advance)
 
         return list(deaths([self.group], grow))
 
     def _shared(self, runner: Runner, start: Left, crashes: tuple[int, ...], choices: tuple[Choice, ...],
-                advance: Advance, memo: dict[tuple[bytes, int], Life]) -> Life:
-        """The life after `crashes`, from the state `start` holds. A life is one per (state, depth), for below the
-        sweep's depth its forks differ with the depth; but a process is one per state: a restart at the sweep's
-        depth, which no death follows, is the process an earlier restart from the same state ran (its first point
-        often leaves the state it started from), under `(state, LEAF)`, kept before that restart's forks grow."""
+                advance: Advance, memo: dict[tuple[bytes, int], Life], ran: ScenarioRun | None = None) -> Life:
+        """The life after `crashes`, from the state `start` holds (`ran`: its process, if one has run already).
+
+        A life is one per (state, depth), for below the sweep's depth its forks differ with the depth; but a process
+        is one per state where it can be: a restart at the sweep's depth, which no death follows, is the process an
+        earlier restart from the same state ran (its first point often leaves the state it started from), under
+        `(state, LEAF)`, kept before that restart's forks grow."""
         assert start.state is not None
         state = start.state.fingerprint()
         key, leaf = (state, len(crashes)), len(crashes) == self.depth
         if (known := memo.get(key) or (memo.get((state, LEAF)) if leaf else None)) is not None:
             advance(known.tally.scenarios)
             return known
-        run = runner.life(self.setup, start, crashes, choices, watch=not leaf)
+        run = ran or runner.life(self.setup, start, crashes, choices, watch=not leaf)
         advance(1)
         memo[(state, LEAF)] = life_of(run, state, self.baseline_calls)
         lives, forks = after(run, lambda j, left: self._shared(runner, left, (*crashes, j), (*choices, left.choice),
@@ -237,6 +250,15 @@ class Branch:
         lives, forks = after(first, lambda j, left: self._replayed(runner, (*crashes, j), (*choices, left.choice),
                                                                    [*traces, mine], advance))
         return life_of(first, _start(first), self.baseline_calls, lives, forks)
+
+
+def grow_all(branches: Sequence[Branch], runner: Runner, advance: Advance = _ignore,
+             memo: dict | None = None) -> list[list[tuple[Choice, Life]]]:
+    """Each branch's lives, in the branches' order, sharing one memo: grown last first, for a restart from an early
+    death's state passes the states later deaths leave, and a restart at the sweep's depth from one of them is then
+    the process a later branch's restart already ran (`Branch._shared`)."""
+    memo = {} if memo is None else memo
+    return [branch.grow(runner, advance, memo) for branch in reversed(branches)][::-1]
 
 
 def _start(run: ScenarioRun) -> bytes:
