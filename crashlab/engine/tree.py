@@ -254,10 +254,13 @@ class Branch:
 
 def grow_all(branches: Sequence[Branch], runner: Runner, advance: Advance = _ignore,
              memo: dict | None = None) -> list[list[tuple[Choice, Life]]]:
-    """Each branch's lives, in the branches' order, sharing one memo: grown last first, for a restart from an early
-    death's state passes the states later deaths leave, and a restart at the sweep's depth from one of them is then
-    the process a later branch's restart already ran (`Branch._shared`)."""
+    """Each branch's lives, in the branches' order, sharing one memo. Shared, they grow last first, for a restart
+    from an early death's state passes the states later deaths leave, and a restart at the sweep's depth from one
+    of them is then the process a later branch's restart already ran (`Branch._shared`); replayed, first first,
+    so that the first scenario to stray is the first in the sweep's order."""
     memo = {} if memo is None else memo
+    if not any(branch.share for branch in branches):
+        return [branch.grow(runner, advance, memo) for branch in branches]
     return [branch.grow(runner, advance, memo) for branch in reversed(branches)][::-1]
 
 
