@@ -73,11 +73,12 @@ sweep: $(BASE)
 # checked against its golden file; every fault at each of its settings, with the matrix of worst outcomes and
 # its picture (results/faults/); the HTTP loop of examples/ against crashlab's service, under every fault that
 # reaches the service (results/examples/), and so LangGraph and DBOS, whose tools call it too, at depth 1
-# (results/frameworks/); every installed agent runtime's table (results/frameworks/frameworks.txt); and the
-# pictures of both sweeps. Each step says what it does; each sweep shows its progress on stderr.
+# (results/frameworks/); every installed agent runtime's table, with the agents of examples/agents/ swept from
+# outside (results/frameworks/frameworks.txt); and the pictures of both sweeps. Each step says what it does; each
+# sweep shows its progress on stderr.
 # Every file it writes is the same on every run, so a run on an unchanged checkout leaves git with nothing to commit.
 STEP = @echo "== results: $(1)" >&2
-results: $(EVERYTHING)
+results: $(EVERYTHING) $(NODE_AGENT)
 	$(call STEP,1/11 the book's table)
 	$(BIN)/crashlab sweep --variant all --check results/book.txt --out results > /dev/null
 	$(call STEP,2/11 the agent's loop against every tracker)

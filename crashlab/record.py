@@ -20,15 +20,12 @@ from __future__ import annotations
 
 import os
 import shlex
-import signal
 import socket
 import string
 import subprocess
-import sys
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
-from contextlib import suppress
 from dataclasses import dataclass
 from itertools import count, product
 from pathlib import Path
@@ -36,12 +33,12 @@ from typing import Any
 
 import yaml
 
-from crashlab.errors import BadInput, JobError
+from crashlab.errors import BadInput, HarnessError, JobError
 from crashlab.job import parse_job, shown
 from crashlab.job.reader import TEXT_LIMITS
 from crashlab.loops import yours
 from crashlab.protocols.runner import TIME_LIMIT
-from crashlab.runners.group import GONE_WITHIN, Boundary, command_line
+from crashlab.runners.group import Boundary, Child, Hung, Outlived
 from crashlab.scratch import remove, scratch
 from crashlab.service.process import ServiceProcess
 from crashlab.service.recording import Exchange, Recording
@@ -121,10 +118,10 @@ def run(argv: tuple[str, ...], root: Path, env: dict[str, str], limit: float) ->
     """The program run in `root`/run, standard input closed and its output kept in `root`: its exit status, and the
     last line it wrote to stderr (as ``: LINE``), if any.
 
-    It runs inside the boundary a sweep gives each process (a cgroup of its own, else its process group), so
-    whatever it started goes when it does: past `limit` seconds, on Ctrl-C, and when it exits, a helper it left
-    running (one that called ``setsid`` included) is killed, and said on stderr, rather than left to post to
-    the recording's service after the recording is written."""
+    It runs as a sweep runs each process (`Child`, inside a `Boundary`: a cgroup of its own, else its process
+    group), so whatever it started goes when it does: past `limit` seconds, on Ctrl-C, and when it exits, rather
+    than be left to post to the recording's service after the recording is written. A helper that left the
+    boundary and outlived it fails the recording, said as a sweep says it."""
     boundary = Boundary.new()
     if boundary.cgroup is not None:  # the program's first act, before it can start anything: join the cgroup
         argv = ("/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"', str(boundary.cgroup.path / "cgroup.procs"), *argv)
@@ -133,38 +130,35 @@ def run(argv: tuple[str, ...], root: Path, env: dict[str, str], limit: float) ->
             process = subprocess.Popen(argv, cwd=root / "run", env=env, stdin=subprocess.DEVNULL, stdout=out,
                                        stderr=err, process_group=0)
         except OSError as error:
-            end(boundary, None)
+            if boundary.cgroup is not None:
+                boundary.cgroup.remove()
             raise RecordError(f"cannot start {shlex.join(argv)}: {error.strerror or error}") from None
-        try:
-            code = process.wait(limit)
-        except subprocess.TimeoutExpired:
-            end(boundary, process)
-            raise RecordError(f"{shlex.join(argv)} ran past --time-limit {limit:g} s, and was killed") from None
-        finally:
-            if process.poll() is None:  # Ctrl-C: it goes with the recording
-                end(boundary, process)
-    if left := end(boundary, process):
-        sys.stderr.write(f"crashlab: warning: the program left {len(left)} process(es) running when it exited, "
-                         f"killed now: {'; '.join(left)}\n")
+    child = Child(process.pid, limit, boundary)
+    try:
+        status = waited(child)
+    except Hung:
+        raise RecordError(f"{shlex.join(argv)} ran past --time-limit {limit:g} s, and was killed") from None
+    except Outlived as outlived:
+        raise HarnessError(f"a process of the recorded run outlived its program: {outlived}") from None
+    finally:
+        if child.status is not None:  # reaped by `child`: the Popen must not wait for its pid again
+            process.returncode = os.waitstatus_to_exitcode(child.status)
     lines = (root / "stderr").read_bytes().decode(errors="replace").strip().splitlines()
-    return code, f" ({lines[-1].strip()[:160]})" if lines else ""
+    return os.waitstatus_to_exitcode(status), f" ({lines[-1].strip()[:160]})" if lines else ""
 
 
-def end(boundary: Boundary, process: subprocess.Popen[bytes] | None) -> list[str]:
-    """Kill every process within `boundary` and wait for `process`; what was still running, by PID and command
-    line."""
-    cgroup = boundary.cgroup
-    left = [] if cgroup is None else [f"{pid} {command_line(pid)}" for pid in cgroup.pids()]
-    if cgroup is not None:
-        cgroup.kill()
-        cgroup.empty(GONE_WITHIN)
-        cgroup.remove()
-    elif process is not None:
-        with suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
-    if process is not None:
-        process.wait()
-    return left
+def waited(child: Child) -> int:
+    """Wait for the program to end, and reap it, as a sweep does each process: its wait status. `Hung` past its time
+    limit, `Outlived` if a process it started is alive after its kill. However the wait ends (past the limit, on
+    Ctrl-C), the program goes, with all it started."""
+    ended = os.pidfd_open(child.pid)
+    try:
+        child.ready([ended])
+        return child.reap()
+    finally:
+        os.close(ended)
+        if child.status is None:
+            child.end()
 
 
 def call_names() -> Iterator[str]:

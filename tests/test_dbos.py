@@ -11,7 +11,7 @@ import pytest
 from crashlab.durable.fuse import unusable
 from crashlab.errors import BadInput
 
-from .helpers import same_but_states, sweep_family
+from .helpers import same_sweep, sweep_family
 
 pytestmark = pytest.mark.slow
 
@@ -92,7 +92,7 @@ def test_shared_a_dbos_sweep_is_the_re_executed_one_scenario_by_scenario(triage)
     content with DBOS's stamps left out (`STAMPS`), so far fewer restarts than scenarios."""
     for shared, replayed in zip(sweep_family("dbos", triage, depth=2, share=True),
                                 sweep_family("dbos", triage, depth=2), strict=True):
-        same_but_states(shared, replayed)
+        same_sweep(shared, replayed)
         assert shared.row().distinct < shared.row().scenarios / 3
 
 
@@ -103,7 +103,7 @@ def test_a_shared_dbos_sweep_that_did_not_put_the_services_rows_back_would_be_ca
     monkeypatch.setattr(Outside, "load", lambda self, dumped: None)
     shared, replayed = (sweep_family("dbos", triage, slugs={"dbos-keyed"}, share=share)[0] for share in (True, False))
     with pytest.raises(AssertionError):
-        same_but_states(shared, replayed)
+        same_sweep(shared, replayed)
 
 
 def test_a_state_that_forgot_what_dbos_recorded_would_be_caught(triage, monkeypatch):

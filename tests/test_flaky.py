@@ -119,3 +119,46 @@ def test_the_command_line_sweep_of_a_flaky_loop_prints_its_table_and_exits_3(cli
     assert err.splitlines()[-1] == (f"crashlab: harness error: {said}, so the table counts the worst each came to "
                                     "(--list flaky names them)")
     assert f"--repeat {REPEAT}" in next(line for line in err.splitlines() if "flaky" in line and "replay" in line)
+
+
+#: A loop with no crashlab import whose restart, one time in two, sends its first request twice (a retry that raced
+#: with the answer), by the luck of os.urandom: its uninterrupted run makes each issue once, so only a restart shows
+#: it. It keeps all it keeps in its run directory, and says so (--state-in-run-dir): a shared sweep.
+UNLUCKY = '''
+import json, os, urllib.request
+from pathlib import Path
+
+STEPS = [(f"S{n}", f"Issue {n}") for n in range(1, 9)]
+
+def post(title):
+    url = os.environ["CRASHLAB_TRACKER_URL"] + "/issues"
+    request = urllib.request.Request(url, json.dumps({"title": title}).encode(), {"Content-Type": "application/json"})
+    with urllib.request.urlopen(request) as answer:
+        return json.load(answer)["number"]
+
+def main():
+    saved = Path(os.environ["CRASHLAB_RUN_DIR"]) / "done.json"
+    restarted = saved.exists()
+    done = json.loads(saved.read_text()) if restarted else {}
+    for step, title in STEPS:
+        if step not in done:
+            if restarted and os.urandom(1)[0] % 2:
+                post(title)
+            restarted = False
+            done[step] = post(title)
+            saved.write_text(json.dumps(done))
+'''
+
+
+@pytest.mark.slow
+def test_a_shared_sweep_sees_a_loop_that_duplicates_by_chance_without_being_asked(cli, tmp_path):
+    """No --repeat: a shared sweep restarts each state once, from a copy, and would count this loop's duplicates
+    by the luck of each restart. It runs a restart from each state a first death left twice (and its check of the
+    copies runs a restart again where it differs), so a loop that does not repeat itself fails the sweep, flaky."""
+    loop = tmp_path / "unlucky.py"
+    loop.write_text(UNLUCKY)
+    effects = tmp_path / "effects.yaml"
+    effects.write_text("".join(f"S{n}: {{issue: Issue {n}}}\n" for n in range(1, 9)))
+    code, _, err = cli("sweep", "--loop", f"{loop}:main", "--effects", str(effects), "--state-in-run-dir", "--depth",
+                       "1")
+    assert code == 3 and "flaky" in err.splitlines()[-1], err

@@ -157,8 +157,9 @@ def test_what_a_runtime_keeps_in_a_subdirectory_is_part_of_its_state(triage, tmp
 
 def test_a_killed_sweep_restarts_each_state_once_from_a_copy_and_is_the_replayed_one(triage, monkeypatch):
     """Shared, the forked runner stops the process at each point and copies its run directory, and each
-    distinct state is restarted once from its copy: one process per state, not one per scenario, and
-    scenario by scenario what re-executing every process from nothing gives."""
+    distinct state is restarted once from its copy (and, after a first death, once more, to see that the loop
+    repeats itself): two processes per state at depth 1, not one per scenario, and scenario by scenario what
+    re-executing every process from nothing gives."""
     processes = []
     counted = kill.forked
     monkeypatch.setattr(kill, "forked", lambda *args: processes.append(args) or counted(*args))
@@ -167,7 +168,7 @@ def test_a_killed_sweep_restarts_each_state_once_from_a_copy_and_is_the_replayed
     processes.clear()
     replayed = scenarios(AFTER_REPLY, triage, depth=1)
     assert shared == replayed
-    assert restarts == shared[1].distinct < shared[1].scenarios
+    assert restarts == 2 * shared[1].distinct == 2 * shared[1].repeated and shared[1].distinct < shared[1].scenarios
     assert len(processes) == 2 + 2 * shared[1].scenarios  # each scenario re-executed: its death, its restart
 
 

@@ -20,7 +20,7 @@ from crashlab.engine.merges import merged
 from crashlab.protocols.death import Left
 from tests import marker_loop
 
-from .helpers import same_but_states
+from .helpers import same_sweep
 
 EFFECTS = {"A": {"issue": "Login fails on Safari"}, "B": {"issue": "Export times out"}}
 
@@ -34,7 +34,7 @@ def test_a_marker_wherever_a_restart_reads_it_is_state_and_sharing_counts_what_r
     loop = getattr(marker_loop, entry)
     shared = sweep(loop, EFFECTS, name=entry, depth=2, state_in_run_dir=True)
     replayed = sweep(loop, EFFECTS, name=entry, depth=2)
-    same_but_states(shared, replayed)
+    same_sweep(shared, replayed)
     lost = [s.id for s in replayed.scenarios if s.outcome.missing]
     assert lost == [f"{entry.replace('_', '-')}:1:1", f"{entry.replace('_', '-')}:2"]  # the sweep is no empty one
     assert [s.id for s in shared.scenarios if s.outcome.missing] == lost

@@ -13,7 +13,7 @@ import json
 
 import pytest
 
-from .helpers import same_but_states, sweep_family
+from .helpers import same_sweep, sweep_family
 
 pytestmark = pytest.mark.slow
 
@@ -100,4 +100,4 @@ def test_shared_a_openai_sweep_is_the_re_executed_one_scenario_by_scenario(swept
     """Restarted from copies of the run directory and the service's rows, taken with the process stopped where
     its death would be: what re-executing every process from nothing gives, for every row."""
     for shared in sweep_family("openai", triage, share=True):
-        same_but_states(shared, swept[shared.name])
+        same_sweep(shared, swept[shared.name])

@@ -175,8 +175,9 @@ def test_an_event_loop_waiting_on_its_tools_threads_hands_on_and_a_schedule_repl
 # loop of yours with calls on threads.
 
 
-def interleaved_sweep(setups, limit, **options):
-    """Each setup swept under the interleave fault, at most `limit` schedules, killed at every point."""
+def interleaved_sweep(setups, limit, depth=1, **options):
+    """Each setup swept under the interleave fault, at most `limit` schedules, killed at every point, `depth` deaths
+    a scenario."""
     from dataclasses import replace
 
     from crashlab.engine.sweep import sweep_all
@@ -185,7 +186,7 @@ def interleaved_sweep(setups, limit, **options):
     from crashlab.runners import RunnerSpec
 
     faulted = [replace(setup, faults=Faults.of([Interleave(limit=limit)])) for setup in setups]
-    return sweep_all(faulted, RunnerSpec("forked"), depth=1, **options)
+    return sweep_all(faulted, RunnerSpec("forked"), depth=depth, **options)
 
 
 def as_json(sweep) -> str:
@@ -260,8 +261,43 @@ def test_a_loop_of_yours_with_calls_on_threads_sweeps_deterministically():
     assert as_json(runs[0]) == as_json(runs[1])
     row = runs[0].row()
     assert row.flaky == 0 and row.dups > 0
-    assert row.orders == "7 schedules, bounded at 7: 6 of 6 orders; restarts' orders not run: 213, 231, 312, 321"
+    assert row.orders == ("7 schedules, bounded at 7: 6 of 6 orders; not in flight: BAC, CAB, ACB, BCA, CBA; "
+                          "restarts in 6 orders after 12 schedules: 7 of 72 run")
     assert len(first_duplicated(runs[0])) > 1
+
+
+@pytest.mark.slow
+def test_three_calls_in_flight_at_once_are_swept_and_the_restart_makes_all_three_again():
+    """The loop saves each answer as it comes, and a restart makes every call it finds no answer for: a death after
+    all three requests, before any answer is saved, makes A, B and C twice. Each of the six orders was swept, and
+    that state never: in the schedule that reaches ABC, A saves its answer before B makes its request, and keeping
+    A and then B back takes two departures from the default. The schedule of most in flight of ABC reaches it."""
+    from crashlab.api import loop
+
+    from .threaded_loop import EFFECTS, parallel
+
+    sweep = interleaved_sweep([loop(parallel, EFFECTS, name="threaded", scheduled=True)], 7, strays_fail=False)[0]
+    assert {"A": 1, "B": 1, "C": 1} in [s.outcome.dups for s in sweep.scenarios()]
+    orders = sweep.row().orders
+    assert orders.startswith("7 schedules, bounded at 7: 6 of 6 orders; not in flight: ") and "ABC" not in orders
+
+
+@pytest.mark.slow
+def test_a_restart_s_order_matters_after_a_first_process_that_left_two_calls_in_flight():
+    """The loop resumes by counting its answers (`tests/counting_loop.py`). Its first process dies with B and C made
+    and no answer counted (two departures from the default: the schedule of most in flight); a restart that runs B
+    and then C (or C, then B) counts one answer and dies with the other made: the next makes B and C a third time.
+    Neither the default first process, whatever its restarts' order, nor a restart in the default order (A first,
+    and counted) after any first process, leaves B and C made three times."""
+    from crashlab.api import loop
+
+    from .counting_loop import EFFECTS, counting
+
+    setup = loop(counting, EFFECTS, name="counting", scheduled=True, state_in_run_dir=True)
+    sweep = interleaved_sweep([setup], 15, depth=2, strays_fail=False)[0]
+    thrice = [s.id for s in sweep.scenarios() if {s.outcome.dups.get(c) for c in "BC"} == {2}]
+    assert thrice and all("-" in s.split(":")[0] for s in thrice)  # each with its restarts in another order
+    assert "restarts in 6 orders after 12 schedules: " in sweep.row().orders
 
 
 @pytest.mark.slow
@@ -388,11 +424,11 @@ def test_every_order_of_three_calls_is_swept_and_the_table_says_so(cli, tmp_path
             "--scheduled", "--fault", "interleave"]
     code, out, err = cli(*loop, "--interleavings", "all")
     assert code == 0, err
-    assert "6 of 6 orders, restarts in 6 of 6, 20 schedules" in out
+    assert "6 of 6 orders, 6 of 6 in flight, restarts in 6 of 6 after each of 12, 81 schedules" in out
     assert "B made again, C made again, A lost" in err  # a cause: what a death adds
     code, out, err = cli(*loop, "--interleavings", "3")
-    assert ("3 schedules, bounded at 3: orders not covered: ACB, BCA, CBA; restarts' orders not run: 132, 213, 231, "
-            "312, 321") in out
+    assert ("3 schedules, bounded at 3: orders not covered: ACB, BCA, CBA; not in flight: ABC, BAC, CAB, ACB, BCA, "
+            "CBA; restarts in 6 orders after 12 schedules: 3 of 72 run") in out
     assert "A lost" in err and "B made again, C made again, A lost" not in err
 
 
@@ -417,12 +453,11 @@ def test_a_restart_runs_its_threads_in_the_order_its_scenario_names(cli, tmp_pat
     assert code == 2 and "each once" in err and "Traceback" not in err
 
 
-def requests_at_once(shape, picks):
+def reply(shape, picks):
     """A reply of calls on a pool, each passing `before` points, making its request, then passing `after` points
-    (`shape`: one (before, after) per call, named A, B, ...), run in this process under the schedule `picks`: what
-    the search reads of the run."""
+    (`shape`: one (before, after) per call, named A, B, ...), run in this process under the schedule `picks`: the
+    story it tells."""
     import crashlab
-    from crashlab.faults.orders import ran
     from crashlab.protocols.points import recording
     from crashlab.protocols.schedule import scheduling
 
@@ -441,7 +476,19 @@ def requests_at_once(shape, picks):
         with ThreadPoolExecutor(max_workers=len(shape)) as pool:
             for future in [pool.submit(call, "ABCD"[k], *counts) for k, counts in enumerate(shape)]:
                 future.result()
-    return ran(points.events, ["request"])
+    return points
+
+
+def requests_at_once(shape, picks, told=None):
+    """What the search reads of `reply`'s run. `told`, if given, gets what happened, in order: each point, and
+    ``A!`` for each request."""
+    from crashlab.faults.orders import ran
+
+    events = reply(shape, picks).events
+    if told is not None:
+        told.extend(f"{e.detail['call']}!" if e.kind == "request" else e.label for e in events
+                    if e.kind in ("request", "point"))
+    return ran(events, ["request"])
 
 
 @settings(max_examples=25, deadline=None)
@@ -455,6 +502,76 @@ def test_the_search_reaches_every_order_of_calls_made_at_once(shape):
     found = search(lambda picks: requests_at_once(shape, picks), 10_000)
     assert set(found.orders) == set(permutations("ABCD"[:len(shape)]))
     assert found.orders[tuple("ABCD"[:len(shape)])] == ()  # the default schedule reaches submission order
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 2), st.integers(0, 2)), min_size=2, max_size=3))
+def test_for_each_order_a_schedule_has_every_call_in_flight_before_any_goes_on_past_its_request(shape):
+    """The schedule of an order need not leave every state of it: there A passes its points after its request before B
+    makes its own. For each order the search also makes the schedule of most in flight: every request of the order
+    is made, in that order, before any call passes a point after its request."""
+    from crashlab.faults.orders import crowded, search
+
+    def run(picks, told=None):
+        return requests_at_once(shape, picks, told)
+
+    found = search(run, 10_000)
+    for order, schedule in found.orders.items():
+        told: list[str] = []
+        assert run(crowded(run, schedule, run(schedule)), told).order == order
+        assert not [label for label in told[:told.index(f"{order[-1]}!")] if "-after-" in label], told
+
+
+def test_the_default_schedule_saves_a_call_s_result_before_the_next_request_and_the_crowded_one_does_not():
+    """Three calls that each pass a point after their request: by default A passes it before B's request (so no death
+    leaves A and B in flight at once); the schedule of most in flight makes B's and C's requests first."""
+    from crashlab.faults.orders import crowded
+
+    def run(picks, told=None):
+        return requests_at_once([(0, 1)] * 3, picks, told)
+
+    default: list[str] = []
+    run((), default)
+    assert default.index("A-after-0") < default.index("B!")
+    crowd: list[str] = []
+    run(crowded(run, (), run(())), crowd)
+    assert crowd[:4] == ["start", "A!", "B!", "C!"]
+
+
+def test_the_bound_on_schedules_is_a_bound_and_the_table_says_what_it_left_out():
+    """Three calls at once, swept under the fault at bounds from 1 to past every schedule there is: it runs as many as
+    the bound lets it, never more; below every schedule of the orders and their restarts' orders the column says
+    bounded, and which; at `all` it runs every one and says so."""
+    from types import SimpleNamespace
+
+    from crashlab.faults.interleave import Interleave
+    from crashlab.protocols.fault import Faults
+
+    shape = [(0, 1)] * 3
+    scheduled = SimpleNamespace(variant=SimpleNamespace(scheduled=True, slug="reply", service=()),
+                                job=SimpleNamespace(calls=()))
+    without = SimpleNamespace(setup=scheduled, first=SimpleNamespace(points=reply(shape, ())),
+                              rerun=lambda faults: SimpleNamespace(points=reply(shape, faults.members[0].schedule(1)[0])))
+
+    def swept(limit):
+        faults = list(Interleave(limit=limit).variations(without))
+        trees = [SimpleNamespace(faults=Faults.of([f])) for f in faults]
+        return faults, Interleave(limit=limit).explored(SimpleNamespace(trees=trees))
+
+    every, said = swept(None)
+    there = every[0].there
+    assert len(every) == there == len({f.value for f in every})
+    assert said == f"6 of 6 orders, 6 of 6 in flight, restarts in 6 of 6 after each of 12, {there} schedules"
+    for limit in (1, 2, 6, 7, 12, 13, 71, 72, 73, there - 1, there, there + 1):
+        faults, said = swept(limit)
+        assert [f.value for f in faults] == [f.value for f in every][:limit]
+        if limit < 6 + 6 + 12 * 5:  # the orders, of most in flight, and each with its restarts in 5 other orders
+            assert said.startswith(f"{limit} schedules, bounded at {limit}: "), said
+        else:
+            assert said.startswith("6 of 6 orders, 6 of 6 in flight, restarts in 6 of 6 after each of 12, "), said
+            assert said.endswith(f", {min(limit, there)}{f' of {there}' if limit < there else ''} schedules"), said
+    assert swept(2)[1] == ("2 schedules, bounded at 2: orders not covered: CAB, ACB, BCA, CBA; not in flight: ABC, BAC, "
+                           "CAB, ACB, BCA, CBA; restarts in 6 orders after 12 schedules: 2 of 72 run")
 
 
 def test_a_search_that_finds_ever_more_schedules_is_refused_in_one_line():

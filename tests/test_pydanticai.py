@@ -10,7 +10,7 @@ of steps redo every commit until the workflow returns.
 
 import pytest
 
-from .helpers import same_but_states, sweep_family
+from .helpers import same_sweep, sweep_family
 
 pytestmark = pytest.mark.slow
 
@@ -63,4 +63,4 @@ def test_shared_a_pydanticai_sweep_is_the_re_executed_one_scenario_by_scenario(s
     """Restarted from copies of the run directory and the service's rows, taken with the process stopped where
     its death would be: what re-executing every process from nothing gives, for every row."""
     for shared in sweep_family("pydanticai", triage, share=True):
-        same_but_states(shared, swept[shared.name])
+        same_sweep(shared, swept[shared.name])

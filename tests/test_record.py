@@ -12,17 +12,22 @@ hand-written job's.
 from __future__ import annotations
 
 import json
+import os
+import signal
 import socket
 import subprocess
 import sys
 import time
 from collections.abc import Callable
+from contextlib import suppress
 from pathlib import Path
 
 import pytest
 import yaml
 
+from crashlab.errors import HarnessError
 from crashlab.job import find_job, load_job
+from crashlab.record import RecordError, run
 from crashlab.service.script import Asked, Heard, Reply, Said, ToolCall
 
 from .conftest import ROOT
@@ -206,7 +211,7 @@ def test_each_wires_reply_is_heard_as_its_calls_and_text(api, stream):
 
 
 def test_a_conversation_not_asked_in_turn_is_refused_in_one_line():
-    from crashlab.record import RecordError, job_of
+    from crashlab.record import job_of
     from crashlab.service.recording import Exchange
 
     said = Heard((ToolCall("c1", "search", {"query": "q"}),), "")
@@ -246,3 +251,42 @@ def test_a_helper_the_program_detached_goes_with_the_recording(tmp_path):
         done = record(tmp_path, f"{url}/v1", sys.executable, "-c", detaches, str(tmp_path / "helper.pid"))
     assert done.returncode == 2 and "exited with status 3" in done.stderr
     assert gone(int((tmp_path / "helper.pid").read_text()))
+
+
+# The program runs as a sweep runs each process (`crashlab.runners.group.Child`): bounded by its time limit, and
+# whatever it started goes when it does.
+
+def test_the_program_s_exit_status_and_last_words_are_kept(tmp_path):
+    (tmp_path / "run").mkdir()
+    says = "import sys; print('to stdout'); sys.exit('the last words')"
+    assert run((sys.executable, "-c", says), tmp_path, dict(os.environ), 10) == (1, " (the last words)")
+    assert (tmp_path / "stdout").read_text() == "to stdout\n"
+
+
+def test_a_program_past_its_time_limit_is_refused_and_killed(tmp_path):
+    (tmp_path / "run").mkdir()
+    with pytest.raises(RecordError, match=r"sleep 60' ran past --time-limit 0.3 s, and was killed$"):
+        run(("sh", "-c", "echo $$; exec sleep 60"), tmp_path, dict(os.environ), 0.3)
+    assert gone(int((tmp_path / "stdout").read_text()))
+
+
+def test_a_helper_that_outlived_the_program_fails_the_recording_said_as_a_sweep_says_it(tmp_path, monkeypatch):
+    """Where no cgroup can be made, a helper in a session of its own leaves the program's process group, and is still
+    alive once the program exited and its group was killed: the recording fails, naming it as a sweep names a
+    survivor, rather than leave it to post into the service after the recording is written; and it is killed."""
+    from crashlab.runners import group
+
+    monkeypatch.setattr(group, "_own_cgroup", lambda: (None, "none here, for this test"))
+    monkeypatch.setattr(group, "_parent", "")
+    (tmp_path / "run").mkdir()
+    detaches = "import subprocess; print(subprocess.Popen(['sleep', '300'], start_new_session=True).pid)"
+    try:
+        with pytest.raises(HarnessError, match=r"^a process of the recorded run outlived its program: PID (\d+), "
+                                               r"command line 'sleep 300'$") as failed:
+            run((sys.executable, "-c", detaches), tmp_path, dict(os.environ), 10)
+    finally:
+        helper = int((tmp_path / "stdout").read_text())
+        with suppress(ProcessLookupError):
+            os.kill(helper, signal.SIGKILL)
+    assert f"PID {helper}, " in str(failed.value)
+    assert gone(helper)

@@ -231,13 +231,14 @@ def test_failed_after_effect_k_fails_the_kth_changing_request_and_says_so_on_the
         client.issue("Charge", "k1")
         assert client.titles() == ["Triage", *["Charge"] * records]
         kept = "replay-failure" if profile == "stripe-v1" else "run-again"
-        assert harness.frames[1:3] == [
-            {"kind": "request", "label": "create_issue", "point": "accepted",
-             "detail": {"call": "'Charge'", "key": "k1", "applied": True, "answer": 2, "status": 500}},
-            {"kind": "failed-after-effect", "label": "create_issue",
-             "detail": {"call": "'Charge'", "key": "k1", "applied": True, "answer": 2, "kept": kept}},
-        ]
+        assert harness.frames[1] == {"kind": "request", "label": "create_issue", "point": "accepted", "detail": {
+            "call": "'Charge'", "key": "k1", "applied": True, "answer": 2, "status": 500, "kept": kept}}
+        # One frame a request, its point: a client that dies at `accepted` hears nothing more, and neither need the
+        # harness, so the key leaves the flight with its word. Before, a frame more told the failure and held the key
+        # until answered, which a sweep does only once the restart runs: its retry raced it, and got 409 first.
+        assert [frame.get("point") for frame in harness.frames] == ["accepted"] * 3
         client.http.close()
+
 
 
 def test_an_unknown_profile_is_refused_in_one_line_naming_the_valid_ones(cli, tmp_path):

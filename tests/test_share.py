@@ -91,8 +91,9 @@ def test_the_row_is_the_sum_of_the_scenarios_it_counts(triage):
 
 
 def test_each_distinct_state_is_run_once(triage):
-    """At depth 2 the memo runs one restart per distinct state, whatever the depth it is met at: a restart at the
-    sweep's depth from a state a first restart started from is that restart's process (`distinct` counts both)."""
+    """At depth 2 the memo runs one restart per distinct state, whatever the depth it is met at (a restart at the
+    sweep's depth from a state a first restart started from is that restart's process), and those after a first
+    death once more, to see that they repeat: `repeated` is the work, not a guess."""
     variant, started = VARIANTS["keys-markers"], []
 
     def counting(run):
@@ -106,7 +107,8 @@ def test_each_distinct_state_is_run_once(triage):
             states.add(life.state)
             lives.append(life)
     row = swept_.row()
-    assert len(started) == 2 + len(states)  # the uninterrupted run twice, then each distinct state once
+    # the uninterrupted run twice, then each distinct state once, and each after a first death once more
+    assert len(started) == 2 + len(states) + row.repeated and 0 < row.repeated < row.once
     assert len(states) < row.distinct < row.scenarios / 10
 
 

@@ -7,7 +7,7 @@ import json
 
 import click
 
-from crashlab.cli.options import job_option, names, open_job, time_limit_option
+from crashlab.cli.options import command_setups, job_option, names, open_job, time_limit_option
 from crashlab.cli.progress import progress
 from crashlab.engine.parallel import MAX_WORKERS, default_workers
 from crashlab.engine.sweep import MAX_DEPTH
@@ -19,13 +19,14 @@ from crashlab.protocols.scenario import Setup
 from crashlab.report import frameworks as report
 from crashlab.report.results import PendingResults
 from crashlab.runners import RunnerSpec
-from crashlab.runtimes import Runtime, runtimes
+from crashlab.runtimes import SDK, SDKS, Runtime
+from crashlab.runtimes import frameworks as every
 
 
 @click.command()
 @job_option
 @click.option("--runtime", "chosen", metavar="NAME[,NAME...]",
-              help="Only these runtimes. [default: every installed one]")
+              help=f"Only these runtimes (or SDKs with no runtime: {', '.join(SDKS)}). [default: every installed one]")
 @click.option("--depth", "depths", type=click.IntRange(1, MAX_DEPTH), multiple=True, show_default="1",
               help="Sweep at this depth; give it again for another (--depth 1 --depth 2).")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True,
@@ -43,20 +44,29 @@ def frameworks(job_spec: str, chosen: str | None, depths: tuple[int, ...], fmt: 
 
     \b
     Each runtime has a row as its documentation writes the loop (plain), one whose tools send a key
-    made of the runtime's own durable IDs (keyed), and one per setting that changes the outcome.
+    made of the runtime's own durable IDs (keyed), and one per setting that changes the outcome,
+    each swept through crashlab's adapter of the runtime (swept as: adapter). A runtime with an
+    agent in examples/agents/ (LangGraph, the OpenAI Agents SDK), written as its docs write one,
+    has two rows more, plain and keyed, the agent swept from outside as the program it is, as
+    `crashlab sweep --command` sweeps it (swept as: command); so have the SDKs that are no runtime,
+    each with its agent (openai-python, openai-node: the openai package in Python and on Node).
     Columns: scenarios swept; dups, missing and asks summed over them; windows (failure windows)
     and distinct (durable states), which do not grow with how densely a loop is marked; flaky.
     A runtime whose extra is not installed, or only partly (a module its loop imports is missing),
-    is named on stderr, with the command that installs it.
+    and an agent that cannot run here, are named on stderr, with the command that installs them.
     """
-    known = runtimes()
+    known = every()
     picked = [known[name] for name in names(chosen, known, "runtime")] if chosen else list(known.values())
     installed = [r for r in picked if r.version() is not None]
     partly = {r.name: why for r in installed if (why := r.unloadable())}
-    for kind, listed in (("not installed", [f"{r.name} (pip install 'crashlab[{r.name}]')" for r in picked
-                                            if r not in installed]),
-                         ("partly installed", [f"{name} ({why}: pip install 'crashlab[{name}]')"
-                                               for name, why in partly.items()])):
+    # A runtime's own agent that cannot run (no langchain-openai beside LangGraph) leaves out its rows alone.
+    stranded = {r.name: f"{r.name}'s examples/agents/{r.agent.script} ({why}: {r.agent.install})"
+                for r in installed if r.name not in partly and not isinstance(r, SDK) and r.agent is not None
+                and (why := r.agent.missing())}
+    for kind, listed in (("not installed", [f"{r.name} ({r.install})" for r in picked if r not in installed]),
+                         ("partly installed", [f"{name} ({why}: {known[name].install})"
+                                               for name, why in partly.items()]),
+                         ("agent cannot run", list(stranded.values()))):
         if listed and chosen:
             raise BadInput(f"{kind}: {', '.join(listed)}")
         if listed:
@@ -69,6 +79,10 @@ def frameworks(job_spec: str, chosen: str | None, depths: tuple[int, ...], fmt: 
 
         click.echo(f"sweeping {runtime.title} at depth {depth}", err=True)
         setups = [Setup(VARIANTS[slug], job, Faults.of(())) for slug in runtime.rows]
+        if runtime.agent is not None and runtime.name not in stranded:
+            # Its agent as `crashlab sweep --command NAME=CMD --job JOB` sweeps it: the same setups, re-executed
+            # there too (a program's word that it keeps all in its run directory is not given).
+            setups += command_setups(runtime.agent.commands(), None, None, None, job=job)
         # Re-executed, every scenario: each checked to retrace the run it repeats, which a restart from a copy
         # cannot be, so that `flaky` counts what a runtime does differently from one run to the next.
         with progress(f"{runtime.name} at depth {depth}", "scenarios") as shown:
@@ -88,4 +102,5 @@ def frameworks(job_spec: str, chosen: str | None, depths: tuple[int, ...], fmt: 
     click.echo(json.dumps(report.records(measured), indent=2) if fmt == "json" else report.table(measured))
     if flaky := sum(row.flaky for m in measured for rows in m.rows.values() for row in rows):
         raise Flaky(f"{flaky} flaky scenario{'s' if flaky > 1 else ''}: the table counts the worst each came to "
-                    "(crashlab sweep --loop RUNTIME --kill --list flaky names them)")
+                    "(crashlab sweep --loop RUNTIME --kill --list flaky names them, or, for a row swept as a command, "
+                    "crashlab sweep --command NAME=CMD --job JOB --list flaky)")

@@ -122,9 +122,10 @@ class Interleavings(click.ParamType):
 @click.option("--interleavings", type=Interleavings(), default=None, show_default=str(LIMIT), metavar="N|all",
               help="With --fault interleave, the most schedules of the threads to run, or all: the default's, one for "
                    "each other order in which the calls can reach the world (found by a search of the uninterrupted "
-                   "run), the default with its restarts running their threads in each other order, then those that "
-                   "depart from the default at one decision, those that preempt no thread first (CHESS's order). The "
-                   "table says which orders it covered.")
+                   "run), one for each order with most calls in flight at once, each of these with its restarts "
+                   "running their threads in each other order, then those that depart from the default at one "
+                   "decision, those that preempt no thread first (CHESS's order). The table says which orders it "
+                   "covered, which it ran with most in flight, and after how many the restarts ran in each order.")
 @click.option("--state-in-run-dir", is_flag=True,
               help="For a loop of yours: your word that it keeps all it keeps in CRASHLAB_RUN_DIR (and crashlab's "
                    "service), so its restarts may start from copies of what each death left, each distinct state "
@@ -147,7 +148,8 @@ def sweep(job_spec: str, loop: str | None, variant: str | None, tracker: str | N
       once       crash points of the uninterrupted run: one single-crash scenario each
                  (the agent table calls them points, and counts all scenarios)
       twice      double-crash scenarios: the restart crashed too, at each point it reached
-      distinct   distinct durable states the scenarios' last crashes left
+      distinct   distinct durable states the scenarios' last crashes left (a loop's own
+                 files, by what followed them: the same shared or re-executed)
       windows    failure windows, each once: spans of consecutive crash points that fail
                  alike (not in the book's own table). Quote these two: unlike the
                  scenario counts, they do not grow with how densely a loop is marked
@@ -229,6 +231,10 @@ def sweep(job_spec: str, loop: str | None, variant: str | None, tracker: str | N
     else:
         formats = {"table": tables.table, "json": tables.to_json, "csv": tables.to_csv}
         click.echo(formats[fmt](rows, columns).rstrip("\n"))
+        if fmt == "table" and (repeated := sum(r.repeated for r in rows)):
+            click.echo(f"{repeated:,} restart{'s' if repeated != 1 else ''}, one from each state a first death left, "
+                       "ran twice to see that the loop repeats itself (a scenario whose two runs differ is flaky)",
+                       err=True)
         if any(v.calls_service for v in variants):
             echo_windows(lambda: every_scenario(sweeps), explaining)
     if out is not None:

@@ -22,7 +22,7 @@ serialized checkpoints), it names by a pattern, `Minted`: each value is renamed 
 appears, the rows in the order they were inserted, so two states that differ only in what each process
 happened to draw count as one. Nothing else is left out. Neither is argued but checked: a shared sweep
 restarts once from one of the states that are equal but for them, and must agree with the re-executed
-sweep, scenario by scenario (``same_but_states`` in the slow suite); and before it shares, it restarts
+sweep, scenario by scenario and in every column (``same_sweep`` in the slow suite); and before it shares, it restarts
 from two states it counts as one and checks that they do the same (`crashlab.engine.merges`).
 """
 

@@ -612,12 +612,17 @@ class Layer:
 
     def _ask(self, question: dict[str, str]) -> dict[str, Any]:
         """The layer's answer to `question`, on `asks`: never through the mount, where it would wait behind an
-        operation the layer holds at its point. `control.LineBroken` (an `OSError`) if no layer is mounted."""
+        operation the layer holds at its point. `control.LineBroken` (an `OSError`) if no layer is mounted, or it
+        gives no answer in `WAIT` seconds."""
         with self.asking:
             if self.asks is None:
                 raise control.LineBroken(f"no layer is mounted at {self.mountpoint}")
             control.send(self.asks, question)
-            return control.receive(self.asks)
+            try:
+                return control.receive(self.asks, time.monotonic() + WAIT)
+            except TimeoutError:
+                raise control.LineBroken(f"the power-cut layer at {self.mountpoint} gave no answer in {WAIT:g} s"
+                                         ) from None
 
     def cut(self, state: int | None = None) -> list[str]:
         """The power cut: unmount, leave in the backing directory the `state`-th state the last `states` counted

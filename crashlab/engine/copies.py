@@ -21,11 +21,13 @@ restart from the copy is the one the branch grows first (three of the nine).
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import partial
 from typing import TYPE_CHECKING
 
-from crashlab.errors import BadInput
+from crashlab.errors import BadInput, Flaky
 from crashlab.protocols.death import Left
-from crashlab.protocols.scenario import ScenarioRun, Setup, departure, trace_of
+from crashlab.protocols.outcome import Outcome
+from crashlab.protocols.scenario import ScenarioRun, Setup, Trace, departure, trace_of
 
 if TYPE_CHECKING:
     from crashlab.engine.tree import Trunk
@@ -40,6 +42,11 @@ def checked(points: int) -> list[int]:
     return sorted({1, (points + 1) // 2, points}) if points else []
 
 
+#: How many times more a check that found a difference restarts from the copy, and after the death, to tell a loop
+#: that keeps state elsewhere (each side repeats itself, and the two differ) from one that does not repeat itself.
+AGAIN = 6
+
+
 def check_copies(stem: Trunk) -> None:
     """Have the branches of `stem` at the points `checked` names check, as they grow, that a restart from a copy of
     what a death there left does what the restart after the death itself does (`check_copy`)."""
@@ -51,15 +58,35 @@ def check_copies(stem: Trunk) -> None:
 def check_copy(setup: Setup, j: int, left: Left, copied: ScenarioRun, runner: Runner, calls: int) -> None:
     """Refuse `setup`'s loop unless `copied`, the restart from a copy of what its death at point `j` left (`left`),
     does what the restart after the death itself does (`BadInput`, naming the point and the difference); `calls`,
-    the model calls of its uninterrupted run."""
-    died = runner.scenario(setup, (j,), (left.choice,))
-    where = f"{setup.variant.slug} keeps state outside its run directory: restarted after a death at its point {j}"
+    the model calls of its uninterrupted run.
+
+    A loop that does not repeat itself (a race) differs there too, by chance: where the two differ, each is run
+    again, `AGAIN` times; a run that differs from its own side's first, or does what the other side's did, says
+    that the loop does not repeat itself, and it is flaky (`Flaky`), not refused for keeping state elsewhere."""
+    copy = partial(runner.life, setup, left, (j,), (left.choice,), watch=False)
+    death = partial(runner.scenario, setup, (j,), (left.choice,))
+    died = death()
     differs = _difference(copied, died)
-    if differs is not None:
-        raise BadInput(f"--state-in-run-dir: {where}, {differs}; {INSTEAD}")
-    if copied.outcome(calls) != died.outcome(calls):
-        raise BadInput(f"--state-in-run-dir: {where}, the restart from a copy of its directory left another "
-                       f"world than the restart in the directory the death left; {INSTEAD}")
+    if differs is None and copied.outcome(calls) != died.outcome(calls):
+        differs = ("the restart from a copy of its directory left another world than the restart in the "
+                   "directory the death left")
+    if differs is None:
+        return
+    ours, theirs = _did(copy(), calls), _did(died, calls)  # `copied` was watched for its forks: this one is not
+    for _ in range(AGAIN):
+        if (_did(copy(), calls), _did(death(), calls)) != (ours, theirs):
+            raise Flaky(f"{setup.variant.slug} is flaky, it does not repeat itself: restarted again after a "
+                        f"death at its point {j}, from the same state, it did otherwise ({differs}), so no copy "
+                        "of its state can be held to its death, and no count of it is the loop's; sweep it with "
+                        "--no-share --repeat N, which counts each scenario at the worst it came to")
+    raise BadInput(f"--state-in-run-dir: {setup.variant.slug} keeps state outside its run directory: restarted "
+                   f"after a death at its point {j}, {differs}; {INSTEAD}")
+
+
+def _did(run: ScenarioRun, calls: int) -> tuple[Trace, Outcome]:
+    """What a scenario's last process did, its keys named by their first use in it, and what the scenario came to."""
+    restart = run.points.process
+    return trace_of([e for e in run.points.events if e.process == restart], restart), run.outcome(calls)
 
 
 def _difference(copied: ScenarioRun, died: ScenarioRun) -> str | None:

@@ -10,12 +10,15 @@ Every count is read from the world after a scenario has run; nothing is computed
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import partial
 from itertools import zip_longest
 from operator import attrgetter
 from typing import TYPE_CHECKING
+
+import msgspec
 
 from crashlab.engine.copies import check_copy
 from crashlab.errors import Stray
@@ -95,6 +98,9 @@ class Life:
     """
 
     state: bytes  # the fingerprint of the durable state it started from; b"" for the first process
+    #: A digest of what it and every life after it came to, as the scenarios' results say it (`future`): the same
+    #: however the sweep ran, shared or re-executed, here or on a worker.
+    future: bytes
     outcome: Outcome
     hits: int  # crash points it passed
     saves: int  # saves it began
@@ -104,15 +110,17 @@ class Life:
     after: tuple[Life, ...]
     below: Tally  # every scenario that crashes this life, and the lives after it
     tally: Tally  # this life's own scenario, and every one below it
+    repeated: bool = False  # shared: its restart ran twice, from one copy, to see that it repeats (`REPEATED`)
 
 
 def life_of(run: ScenarioRun | None, state: bytes, baseline_calls: int, after: Sequence[Life] = (),
-            forks: Sequence[tuple[int, Choice]] = (), outcome: Outcome | None = None) -> Life:
+            forks: Sequence[tuple[int, Choice]] = (), outcome: Outcome | None = None, repeated: bool = False) -> Life:
     """The last process of `run` as a life, with the lives its crashes lead to; `outcome` in place of the
     run's own for a flaky scenario (with `run` None where no repeat of it ran whole)."""
     if run is None:
         assert outcome is not None, "a life that never ran has the outcome it was given"
-        return Life(state, outcome, 0, 0, (), (), (), (), Tally(), Tally.one(outcome, 0, 0))
+        return Life(state, future(outcome, 0, 0, ()), outcome, 0, 0, (), (), (), (), Tally(), Tally.one(outcome, 0, 0),
+                    repeated)
     process, labels, saves_by, saves = run.points.process, [], [], 0
     for e in run.points.events:
         if e.process != process:
@@ -125,8 +133,23 @@ def life_of(run: ScenarioRun | None, state: bytes, baseline_calls: int, after: S
     below = sum((life.tally.behind(j, saves_by[j - 1]) for (j, _), life in zip(forks, after, strict=True)), Tally())
     outcome = outcome or run.outcome(baseline_calls)
     tally = Tally.one(outcome, len(labels), saves) + below
-    return Life(state, outcome, len(labels), saves, tuple(labels), tuple(saves_by), tuple(forks), tuple(after), below,
-                tally)
+    names = named(labels)
+    ahead = [(j, names[j - 1], saves_by[j - 1], choice, life.future)
+             for (j, choice), life in zip(forks, after, strict=True)]
+    return Life(state, future(outcome, len(labels), saves, ahead), outcome, len(labels), saves, tuple(labels),
+                tuple(saves_by), tuple(forks), tuple(after), below, tally, repeated)
+
+
+_canonical = msgspec.msgpack.Encoder(order="sorted")
+
+
+def future(outcome: Outcome, hits: int, saves: int, ahead: Sequence[tuple[int, str, int, Choice, bytes]]) -> bytes:
+    """A life's future: its outcome, the points and saves it passed, and at each crash that the sweep follows, the
+    point (its index and label#occurrence), the saves before it, the state it left as its faults chose it, and the
+    future of the life after it: all that the scenarios' results hold of it and of the lives below it, and nothing
+    of its files. Two lives from equal states have one future; so do two from states that differ only in what no
+    restart acts on (an ID a run drew, a page a commit raced with)."""
+    return hashlib.blake2b(_canonical.encode((outcome, hits, saves, ahead)), digest_size=16).digest()
 
 
 def deaths(groups: Iterable[Iterable[Left]], grow: Callable[[Left], Life]) -> Iterator[tuple[Choice, Life]]:
@@ -205,10 +228,20 @@ class Branch:
             return known
         run = ran or runner.life(self.setup, start, crashes, choices, watch=not leaf)
         advance(1)
+        repeated = len(crashes) <= REPEATED
+        if repeated:
+            again = runner.life(self.setup, start, crashes, choices, watch=False)
+            outcomes = [run.outcome(self.baseline_calls), again.outcome(self.baseline_calls)]
+            if outcomes[0] != outcomes[1] or run.trace(run.points.process) != again.trace(again.points.process):
+                # Two restarts from one copy differ: the loop does not repeat itself, and this scenario counts the
+                # worst it came to; what follows a death in it is no one run's to explore (as re-executed).
+                memo[key] = life = life_of(run, state, self.baseline_calls, outcome=flaky_outcome(outcomes),
+                                           repeated=True)
+                return life
         memo[(state, LEAF)] = life_of(run, state, self.baseline_calls)
         lives, forks = after(run, lambda j, left: self._shared(runner, left, (*crashes, j), (*choices, left.choice),
                                                                advance, memo))
-        memo[key] = life = life_of(run, state, self.baseline_calls, lives, forks)
+        memo[key] = life = life_of(run, state, self.baseline_calls, lives, forks, repeated=repeated)
         return life
 
     def _replayed(self, runner: Runner, crashes: tuple[int, ...], choices: tuple[Choice, ...], traces: list[Trace],
@@ -262,6 +295,15 @@ def grow_all(branches: Sequence[Branch], runner: Runner, advance: Advance = _ign
     if not any(branch.share for branch in branches):
         return [branch.grow(runner, advance, memo) for branch in branches]
     return [branch.grow(runner, advance, memo) for branch in reversed(branches)][::-1]
+
+
+#: A shared sweep runs each restart once, from a copy of what its death left, so nothing in it could show a loop that
+#: does not repeat itself (a race that duplicates one time in four): a sample of its restarts runs twice, and a
+#: scenario whose two runs differ is flaky, counted at the worst of them, as `--repeat` counts one re-executed. The
+#: sample is every restart after a first death (each distinct state once): no more than the uninterrupted run's crash
+#: points, a fraction of the restarts at depth 2 (the book's five designs: 85 more beside their 299), and the restarts
+#: a person replays first.
+REPEATED = 1
 
 
 def _start(run: ScenarioRun) -> bytes:
@@ -332,6 +374,9 @@ class Row(Counts):
     distinct: int  # distinct durable states the scenarios' last crashes left: the restarts that had to run
     windows: int  # failure windows, each once (`VariantSweep.windows`): what does not grow with marking
     orders: str = ""  # the schedules of the loop's threads it ran, where a fault explores them ("8 of 61")
+    #: Shared: restarts run twice to see that they repeat (`REPEATED`), each state as `VariantSweep.told` tells it. Not
+    #: a count of the loop's: a re-executed sweep has none, and the two rows are equal without it.
+    repeated: int = field(default=0, compare=False)
 
     @property
     def once(self) -> int:
@@ -389,18 +434,42 @@ class VariantSweep:
             total = total + Tally.one(tree.root.outcome, tree.root.hits, tree.root.saves, crashes=0)
         return total
 
+    def told(self, life: Life) -> bytes:
+        """What tells apart the state `life` started from, in the counts of states (`distinct`, `windows`): the state's
+        fingerprint, for a loop whose progress is crashlab's checkpoint, which crashlab reads as a value that every run
+        leaves alike; the life's `future` for a loop that keeps files of its own, whose bytes hold what each run drew
+        (its run ID, a runtime's stamps) and what raced with its death. By its fingerprint, such a state would be new
+        in every re-executed scenario, and its count in a shared sweep would hang on which copies met which: by its
+        future, the shared sweep and the re-executed one count the same states, every run."""
+        return life.state if self.setup.variant.keeps_checkpoint else life.future
+
     def distinct(self) -> int:
-        """Distinct (state, process) pairs among the scenarios' last lives: what the memo runs, but for a restart at
-        the sweep's depth from a state a shallower restart started from, which is that restart's process."""
+        """Distinct (state, process) pairs among the scenarios' last lives, each state as `told` tells it: for a loop
+        that keeps crashlab's checkpoint, what the memo runs, but for a restart at the sweep's depth from a state a
+        shallower restart started from, which is that restart's process."""
         seen: set[tuple[int, bytes, int]] = set()
         for k, tree in enumerate(self.trees):
             visited: set[int] = set()
 
             def walk(life: Life, process: int, k: int = k, visited: set[int] = visited) -> None:
                 for nxt in life.after:
-                    seen.add((k, nxt.state, process + 1))
+                    seen.add((k, self.told(nxt), process + 1))
                     if id(nxt) not in visited:
                         visited.add(id(nxt))
+                        walk(nxt, process + 1)
+
+            walk(tree.root, 1)
+        return len(seen)
+
+    def repeated(self) -> int:
+        """The restarts that ran twice, from one copy, to see that they repeat: each state once, as `told` tells it."""
+        seen: set[tuple[int, bytes, int]] = set()
+        for k, tree in enumerate(self.trees):
+            def walk(life: Life, process: int, k: int = k) -> None:
+                for nxt in life.after:
+                    if nxt.repeated:
+                        seen.add((k, self.told(nxt), process + 1))
+                    if process < REPEATED:
                         walk(nxt, process + 1)
 
             walk(tree.root, 1)
@@ -412,7 +481,7 @@ class VariantSweep:
         orders = next((said for f in faults.members if (said := f.explored(self))), "")
         return Row(**t.counts(), variant=self.setup.variant.slug, name=self.setup.variant.name, faults=faults.name,
                    setting=settings, points=self.points, by_depth=t.by_depth, uncrashed=t.uncrashed,
-                   distinct=self.distinct(), windows=self.windows(), orders=orders)
+                   distinct=self.distinct(), windows=self.windows(), orders=orders, repeated=self.repeated())
 
     def scenarios(self) -> Iterator[ScenarioResult]:
         """Every scenario, in order: ``I``, then ``I:1``, its own scenarios below, ``I:2``, and so on."""
@@ -424,8 +493,8 @@ class VariantSweep:
     def windows(self) -> int:
         """Failure windows: spans of consecutive crash points of one process (after the same deaths, in the same
         state each left) whose scenarios fail the same way, as `crashlab.report.windows` tells them; a process
-        that starts from a state another process of its depth started from has the same windows, and they
-        count once.
+        that starts from a state another process of its depth started from (as `told` tells states apart) has the
+        same windows, and they count once.
 
         A crash point marked where nothing durable happens (a log line) adds a scenario the same as its
         neighbour's, and a restart from the same state as its neighbour's: the scenarios grow with how densely
@@ -437,9 +506,9 @@ class VariantSweep:
 
             def walk(life: Life, path: _Path, tree: Tree = tree, visited: set[tuple[bytes, int]] = visited) -> None:
                 nonlocal total
-                if (life.state, len(path[0])) in visited:
+                if (self.told(life), len(path[0])) in visited:
                     return
-                visited.add((life.state, len(path[0])))
+                visited.add((self.told(life), len(path[0])))
                 last: dict[Choice, tuple[int, Failure | None]] = {}  # per state a death leaves: its last fork
                 for result, nxt, further in self._forks(tree, life, path):
                     if self.varied and not tree.faults.keeps(result):

@@ -5,11 +5,17 @@ one thread runs at a time, and at each crash point, task start and end, and wait
 a decision names which goes on. The plain sweep runs the default schedule (a thread goes on until it
 blocks or ends, then the first by number). Under this fault, the sweep first searches the schedules
 of the uninterrupted run for every order in which its calls can reach the world
-(`crashlab.faults.orders`), then runs, each a tree of its own: the default schedule, one schedule for
-each order the default does not reach, the default schedule with its restarts running their threads
-in each other order, then the schedules that depart from the default at one decision, in the order
-`schedules` gives (CHESS's: no preemption first); up to `--interleavings` of them in all (`LIMIT`
-unless told; ``all``: every one). The table says which orders it covered.
+(`crashlab.faults.orders`), and for each order the schedule of most calls in flight at once (each
+thread hands over just after its request), then runs, each a tree of its own: the default schedule,
+one schedule for each order the default does not reach, the schedule of most in flight of each
+order, each of these (those of most in flight first: they leave a restart the most to do) with its
+restarts running their threads in each other order, then the schedules that depart
+from the default at one decision, in the order `schedules` gives (CHESS's: no preemption first),
+with their restarts in the default order; up to `--interleavings` of them in all (`LIMIT` unless
+told; ``all``: every one of these). The table says which orders it covered, of which it ran the
+schedule of most in flight, and after how many schedules the restarts ran in each order.
+What it does not run: the restarts in other orders after a schedule of one departure, and a
+restart's own departures within an order (a restart hands over only where a thread blocks or ends).
 Its value is the schedule: the option taken at each decision with several, from 1, dot-joined
 (``langgraph-parallel+interleave=1.1.2:5``: the first process takes the second thread at its third
 decision, and dies at its fifth crash point); then, after a dash, the threads every restart runs
@@ -22,11 +28,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from itertools import islice, permutations
+from itertools import chain, islice, permutations
 from typing import TYPE_CHECKING, ClassVar
 
 from crashlab.errors import BadInput
-from crashlab.faults.orders import Ran, Schedule, normal, ran, said, search
+from crashlab.faults.orders import Ran, Schedule, crowded, normal, ran, said, search
 from crashlab.protocols.fault import Capability, Fault, Faults, Rerunning, Serving, Swept
 from crashlab.protocols.scenario import EFFECTS
 
@@ -99,13 +105,21 @@ class Interleave(Fault):
     #: ... and the order in which its restarts run their threads first (by number), and every such order.
     restart: str = field(default="", compare=False)
     restarts: tuple[str, ...] = field(default=(), compare=False)
+    #: ... and the orders whose schedule of most calls in flight its first process runs.
+    crowds: tuple[str, ...] = field(default=(), compare=False)
+    #: ... and whether its first process runs a schedule of an order (after which its restarts run in each order),
+    #: how many such schedules there are, and how many schedules in all.
+    paired: bool = field(default=False, compare=False)
+    after: int = field(default=0, compare=False)
+    there: int = field(default=0, compare=False)
 
     slug = "interleave"
     breaks = "the threads a loop runs its tool calls on take turns in another order, decided at each crash point"
-    adds = ("the default schedule, a schedule for each other order in which the calls can reach the world, the "
-            "default with its restarts running their threads in each other order, and each schedule that departs "
-            f"from the default at one decision, up to {LIMIT} or --interleavings in all (ID SLUG+interleave=P.Q.R:I, "
-            "each the thread taken at a decision; =1-3.2.1: the threads a restart runs first)")
+    adds = ("the default schedule, a schedule for each other order in which the calls can reach the world, one "
+            "with most calls in flight at once for each order, each of those with its restarts running their threads "
+            f"in each other order, and each schedule that departs from the default at one decision, up to {LIMIT} or "
+            "--interleavings in all (ID SLUG+interleave=P.Q.R:I, each the thread taken at a decision; =1-3.2.1: the "
+            "threads a restart runs first)")
     needs: ClassVar[frozenset[Capability]] = frozenset()
     in_matrix: ClassVar[bool] = False
     schedules_threads: ClassVar[bool] = True
@@ -132,9 +146,9 @@ class Interleave(Fault):
         return (), tuple(int(t) for t in first.split(".") if t)
 
     def variations(self, without: Rerunning) -> Iterable[Fault]:
-        """The default schedule, one for each order of the calls it does not reach, the default's with its restarts
-        running their threads in each other order, then each of one departure, up to the bound; each knows the
-        orders it reaches, and every order there is."""
+        """The default schedule, one for each order of the calls it does not reach, one of most calls in flight for
+        each order, each of these with its restarts running their threads in each other order, then each of one
+        departure, up to the bound; each knows what it covers of what there is."""
         setup = without.setup
         if not setup.variant.scheduled:
             raise BadInput(f"--fault interleave orders the threads of a loop that runs its tool calls on a thread "
@@ -143,42 +157,57 @@ class Interleave(Fault):
         names = {repr(value): call.id for call in setup.job.calls for name, value in call.args.items()
                  if name in ("title", "query")}
         names.update({repr(e.title): e.name for e in setup.variant.service if e.title is not None})
+        shown: dict[Schedule, Ran] = {}
 
         def run(schedule: Schedule) -> Ran:
-            done = without.rerun(Faults.of([Interleave(dotted(schedule))])) if schedule else without.first
-            return ran(done.points.events, EFFECTS, names)
+            if schedule not in shown:
+                done = without.rerun(Faults.of([Interleave(dotted(schedule))])) if schedule else without.first
+                shown[schedule] = ran(done.points.events, EFFECTS, names)
+            return shown[schedule]
 
-        found = search(run, MOST)
+        orders = search(run, MOST).orders
+        crowds: dict[Schedule, list[str]] = {}
+        for order, schedule in orders.items():
+            crowds.setdefault(crowded(run, schedule, run(schedule)), []).append(said(order))
         # A restart that resumes the reply numbers its tasks from 1: it runs them in each order of the most tasks
-        # the first process could choose among at once.
+        # the first process could choose among at once, after the deaths of each schedule of an order, those of
+        # most in flight first (they leave a restart the most to do).
         tasks = list(range(1, 1 + max((len(set(threads) - {0}) for threads in run(()).options), default=0)))
         firsts = [order for order in islice(permutations(tasks), MOST) if list(order) != tasks]
+        restarted = list(dict.fromkeys([*crowds, *orders.values()]))
         one, _ = schedules(decisions_of(without.first), None)
-        chosen = list(dict.fromkeys([((), ()), *((s, ()) for s in found.orders.values()), *(((), f) for f in firsts),
-                                     *((normal(s), ()) for s in one)]))[: self.limit]
-        reached = {**found.ran, **{s: run(s).order for s, _ in chosen if s not in found.ran}}
-        every = tuple(said(order) for order in found.orders)
+        alone = list(dict.fromkeys([(), *orders.values(), *crowds]))
+        departing = [s for s in dict.fromkeys(normal(s) for s in one) if s not in alone]
+        there = len(alone) + len(restarted) * len(firsts) + len(departing)
+        chosen = list(islice(chain(((s, ()) for s in alone), ((s, f) for s in restarted for f in firsts),
+                                   ((s, ()) for s in departing)), self.limit))
+        told = tuple(said(order) for order in orders)
         restarts = tuple(said(tuple(map(str, order))) for order in (tasks, *firsts)) if tasks else ()
-        return [Interleave(dotted(s) + (f"-{'.'.join(map(str, f))}" if f else ""), self.limit, said(reached[s]), every,
-                           said(tuple(map(str, f or tasks))), restarts) for s, f in chosen]
+        return [Interleave(dotted(s) + (f"-{'.'.join(map(str, f))}" if f else ""), self.limit, said(run(s).order),
+                           told, said(tuple(map(str, f or tasks))), restarts, tuple(crowds.get(s, ())),
+                           s in restarted, len(restarted), there) for s, f in chosen]
 
     def explored(self, sweep: Swept) -> str:
-        """Which orders of the calls the sweep's schedules reached, of every order the search found; and in which
-        orders its restarts ran their threads, of every order of them."""
+        """Which orders of the calls the sweep's schedules reached, of every order the search found; of which it ran
+        the schedule of most calls in flight; and in which orders its restarts ran their threads after the deaths
+        of those schedules, of every order of them."""
         if self.value:
             return f"={self.value}"
         ran = [f for tree in sweep.trees for f in tree.faults.members if isinstance(f, Interleave)]
-        every, reached = ran[0].orders, {f.reaches for f in ran}
-        restarts, restarted = ran[0].restarts, {f.restart for f in ran}
+        every, reached, crowded = ran[0].orders, {f.reaches for f in ran}, {o for f in ran for o in f.crowds}
+        restarts, after, paired = ran[0].restarts, ran[0].after, sum(f.paired for f in ran)
         not_covered = [order for order in every if order not in reached]
-        not_restarted = [order for order in restarts if order not in restarted]
-        if not_covered or not_restarted:
-            orders = f"orders not covered: {', '.join(not_covered)}" if not_covered else \
-                f"{len(every)} of {len(every)} orders"
-            restarting = f"; restarts' orders not run: {', '.join(not_restarted)}" if not_restarted else ""
-            return f"{len(ran)} schedules, bounded at {self.limit}: {orders}{restarting}"
-        restarting = f"restarts in {len(restarts)} of {len(restarts)}, " if len(restarts) > 1 else ""
-        return f"{len(every)} of {len(every)} orders, {restarting}{len(ran)} schedules"
+        not_crowded = [order for order in every if order not in crowded]
+        whole, pairs = f"{len(every)} of {len(every)}", after * len(restarts)
+        orders = f"orders not covered: {', '.join(not_covered)}" if not_covered else f"{whole} orders"
+        in_flight = f"not in flight: {', '.join(not_crowded)}" if not_crowded else f"{whole} in flight"
+        restarting = [] if len(restarts) < 2 else \
+            [f"restarts in {len(restarts)} of {len(restarts)} after each of {after}"] if paired == pairs else \
+            [f"restarts in {len(restarts)} orders after {after} schedules: {paired} of {pairs} run"]
+        if not_covered or not_crowded or paired < pairs:
+            return f"{len(ran)} schedules, bounded at {self.limit}: " + "; ".join([orders, in_flight, *restarting])
+        count = f"{len(ran)} of {ran[0].there}" if len(ran) < ran[0].there else f"{len(ran)}"
+        return ", ".join([orders, in_flight, *restarting, f"{count} schedules"])
 
     def serve(self, serving: Serving) -> Serving:
         return serving

@@ -11,10 +11,24 @@ goes on by the default (a thread that yields at a point goes on), and makes its 
 schedule it tries is run once and read the same way, until no backtrack is new.
 
 Every order of the requests is then reached, as far as the threads meet only at the requests and
-the waits the scheduler sees. What it cannot see: two threads that read and write something of the
-process's own (a dict, a file in the run directory) between points, where the order of those writes
-changes which requests a thread makes. Orders of such writes are explored only as the requests'
-orders and the departures of `crashlab.faults.interleave.schedules` happen to reach them.
+the waits the scheduler sees. An order does not tell every state, though: in the schedule that
+reaches ABC, A may have saved its result before B makes its request, and a death after all three
+requests with none of their results saved (the restart makes all three again) needs two more
+departures. So for each order `crowded` makes the schedule of the most requests in flight at once:
+each thread that makes a request hands over, at the first decision after it where it can, to the
+thread of the next request, so that none goes on to save its result while a later request is still
+to be made; after the last request the default goes on. Killed at each point, that schedule leaves
+the first one, two, ... requests of the order in flight at once, none answered into the loop's
+state. Not every subset: that C is saved while A and B are still in flight, with C's request last,
+is reached only as the defaults after the last request, or a departure of
+`crashlab.faults.interleave.schedules`, happen to reach it. And where the next thread cannot go on
+just after a request (it waits on something), the handover is at the first decision where it can:
+by then the thread before may have saved its result.
+
+What it cannot see: two threads that read and write something of the process's own (a dict, a file
+in the run directory) between points, where the order of those writes changes which requests a
+thread makes. Orders of such writes are explored only as the requests' orders and the departures of
+`crashlab.faults.interleave.schedules` happen to reach them.
 """
 
 from __future__ import annotations
@@ -22,6 +36,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from itertools import pairwise
 
 from crashlab.errors import BadInput
 from crashlab.protocols.points import Event
@@ -132,6 +147,30 @@ def search(run: Callable[[Schedule], Ran], most: int) -> Search:
             queued.add(other)
             heapq.heappush(waiting, (departures(other), len(other), other))
     return Search(ran)
+
+
+def handover(run: Ran) -> Schedule | None:
+    """The first handover `run` does not make: after a request, at the first decision before the next request
+    (of another thread) that could give that thread the baton, it takes it; None if `run` makes every one."""
+    for (before, thread, _), (after, other, _) in pairwise(run.requests):
+        if other == thread:
+            continue
+        for d in range(before, after):
+            threads = run.options[d]
+            if other in threads:
+                if threads[run.picks[d] - 1] != other:
+                    return normal((*run.picks[:d], threads.index(other) + 1))
+                break
+    return None
+
+
+def crowded(run: Callable[[Schedule], Ran], schedule: Schedule, shown: Ran) -> Schedule:
+    """The schedule of most requests in flight at once from `schedule` (which `shown` ran): it makes each handover
+    in turn, and runs it. Each keeps the decisions before its own, so each is later than the one before, and the
+    search ends; the order is the same unless a thread handed the baton makes another request first."""
+    while (handed := handover(shown)) is not None:
+        schedule, shown = handed, run(handed)
+    return schedule
 
 
 def said(order: Order) -> str:

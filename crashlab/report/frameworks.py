@@ -2,7 +2,9 @@
 interrupted tool call beside what a sweep that kills it for real measured, row by row and depth by depth.
 
 A promise is quoted, never paraphrased, so that a reader can hold the runtime to its own words; the
-figures come from the sweep run now (`measure`), never from a file.
+figures come from the sweep run now (`measure`), never from a file. Each row says how it was swept (`swept
+as`): through crashlab's adapter of the runtime (``adapter``), or as the unmodified agent of examples/agents/
+written on it, a program run from outside (``command``), as `crashlab sweep --command` sweeps it.
 """
 
 from __future__ import annotations
@@ -31,6 +33,19 @@ class Measured:
     rows: dict[int, list[Row]] = field(default_factory=dict)  # depth -> its rows, in the runtime's order
 
 
+#: How a row was swept: crashlab's adapter of the runtime, or the unmodified agent as a program, from outside.
+ADAPTER, COMMAND = "adapter", "command"
+
+
+def swept_as(runtime: Runtime, slug: str) -> str:
+    return COMMAND if slug in runtime.outside() else ADAPTER
+
+
+def setting(runtime: Runtime, slug: str) -> str:
+    """Why the row exists: the runtime's setting, or the command that runs its agent."""
+    return runtime.outside().get(slug) or runtime.notes.get(slug, "")
+
+
 #: Sweeps a runtime's rows at one depth: (runtime, depth) -> the rows.
 Sweeper = Callable[[Runtime, int], list[Row]]
 
@@ -47,23 +62,26 @@ def measure(runtimes: Sequence[Runtime], depths: Sequence[int], sweep: Sweeper) 
 
 def table(measured: Sequence[Measured]) -> str:
     """The rows lined up, then each runtime's promise in its own words, with where they are written."""
-    body = [[m.runtime.title, m.version, row.variant, m.runtime.notes.get(row.variant, ""), depth,
-             *(getattr(row, key) for key in SHOWN)]
+    body = [[m.runtime.title, m.version, row.variant, swept_as(m.runtime, row.variant),
+             setting(m.runtime, row.variant), depth, *(getattr(row, key) for key in SHOWN)]
             for m in measured for depth, rows in sorted(m.rows.items()) for row in rows]
-    lines = [grid(body, ["runtime", "version", "row", "setting", "depth", *SHOWN.values()], "github"), ""]
+    lines = [grid(body, ["runtime", "version", "row", "swept as", "setting", "depth", *SHOWN.values()], "github"), ""]
     for m in measured:
-        lines.append(f'{m.runtime.title}: "{m.runtime.guarantee}" ({m.runtime.source})')
+        lines.append(f'{m.runtime.title}: "{m.runtime.guarantee}" ({m.runtime.source})' if m.runtime.guarantee else
+                     f"{m.runtime.title}: no runtime, so no promise: its program keeps what it keeps "
+                     f"({m.runtime.source})")
     return "\n".join(lines)
 
 
 def records(measured: Sequence[Measured]) -> list[dict[str, Any]]:
-    """The table as data: a runtime each, its promise, and every count of each row at each depth."""
+    """The table as data: a runtime each, its promise, and every count of each row swept at each depth."""
     return [{"runtime": m.runtime.name, "title": m.runtime.title, "version": m.version,
              "guarantee": m.runtime.guarantee, "source": m.runtime.source,
-             "rows": [{"variant": slug, "name": name, "setting": m.runtime.notes.get(slug, ""),
-                       "depths": {str(depth): _counts(next(r for r in rows if r.variant == slug))
+             "rows": [{"variant": row.variant, "name": row.name, "setting": setting(m.runtime, row.variant),
+                       "swept_as": swept_as(m.runtime, row.variant),
+                       "depths": {str(depth): _counts(next(r for r in rows if r.variant == row.variant))
                                   for depth, rows in sorted(m.rows.items())}}
-                      for slug, name in m.runtime.rows.items()]}
+                      for row in next(iter(m.rows.values()), [])]}
             for m in measured]
 
 

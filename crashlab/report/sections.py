@@ -55,6 +55,9 @@ class RuntimeRow(msgspec.Struct):
     name: str
     setting: str
     depths: dict[str, Counts]  # type: ignore[valid-type]  # (made from SHOWN, so the two cannot drift apart)
+    #: How the row was swept (`crashlab.report.frameworks.swept_as`): a table written before any agent was swept
+    #: from outside has none, its every row the adapter's.
+    swept_as: Literal["adapter", "command"] = "adapter"
 
 
 class Runtime(msgspec.Struct):
@@ -172,14 +175,15 @@ def matrix_html(m: Matrix, title: str) -> str:
 def runtimes_html(r: Runtimes) -> str:
     """The runtimes' table: each runtime headed by its promise, quoted with where it is written, then its rows
     at each depth swept; below it, the fault matrix of each runtime that has one."""
-    heads = ["row", "setting", "depth", *SHOWN.values()]
+    heads = ["row", "swept as", "setting", "depth", *SHOWN.values()]
     parts = []
     for runtime in r.runtimes:
+        quoted = f"<q>{escape(runtime.guarantee)}</q>" if runtime.guarantee else "no runtime, so no promise"
         promise = (f'<tr><th colspan="{len(heads)}" class="promise">{escape(runtime.title)} {escape(runtime.version)}: '
-                   f"<q>{escape(runtime.guarantee)}</q> <cite>{escape(runtime.source)}</cite></th></tr>")
+                   f"{quoted} <cite>{escape(runtime.source)}</cite></th></tr>")
         rows = "".join(
             f'<tr data-variant="{escape(row.variant)}" title="{escape(row.name)}"><td>{escape(row.variant)}</td>'
-            f"<td>{escape(row.setting)}</td><td>{escape(depth)}</td>"
+            f"<td>{escape(row.swept_as)}</td><td>{escape(row.setting)}</td><td>{escape(depth)}</td>"
             + "".join(f"<td>{getattr(counts, key):,}</td>" for key in SHOWN) + "</tr>"
             for row in runtime.rows for depth, counts in row.depths.items())
         parts.append(f'<tbody data-runtime="{escape(runtime.runtime)}">{promise}{rows}</tbody>')

@@ -15,6 +15,12 @@ left the group, or, as root, wrote itself into another cgroup) is found, killed 
 A group is killed only while its leader is not yet reaped: until then its pid cannot be reused, so
 a signal to the group can never reach another scenario's process that happens to get the same pid
 (pids wrap at 32,768 here, and a sweep forks thousands).
+
+No wait on a process is without bound: a process can fail to stop (a thread of it waits for a vfork'ed
+child that has not yet exec'd, a wait no signal but a fatal one ends) or to die (a thread in a
+file-system operation its server holds), and the harness must say so rather than wait with it. A
+wait for a stop or an end gives up at the process's time limit (`Hung`), and a wait for a killed
+process to be gone, `GONE_WITHIN` after its SIGKILL (`Outlived`).
 """
 
 from __future__ import annotations
@@ -26,9 +32,11 @@ import select
 import signal
 import sys
 import time
+from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 from crashlab import lifeline
 from crashlab.errors import HarnessError
@@ -36,8 +44,11 @@ from crashlab.lifeline import OUTLIVES, libc
 
 #: prctl(2)'s option that makes this process the parent of every orphan among its descendants.
 PR_SET_CHILD_SUBREAPER = 36
-#: How long the processes of a killed cgroup may take to be gone before those left are survivors.
+#: How long the processes of a killed cgroup may take to be gone before those left are survivors; and how long a wait
+#: on a process with no time limit may last.
 GONE_WITHIN = 5.0
+#: What is said of a survivor that its SIGKILL did not end.
+UNDYING = f", alive {GONE_WITHIN:g} s after its SIGKILL"
 
 
 class Outlived(HarnessError):
@@ -218,6 +229,22 @@ def die() -> None:
     os.kill(os.getpid(), signal.SIGKILL)
 
 
+T = TypeVar("T")
+
+
+def polled(check: Callable[[], T | None], until: float) -> T | None:
+    """What `check()` gives once it gives something other than None, asked again after ever longer naps (up to
+    10 ms); None if it gave nothing by `until` (`time.monotonic()`). For a wait the kernel offers only without
+    a bound (a stop, the end of a process to reap), asked each time with ``WNOHANG``."""
+    nap = 0.0001
+    while (seen := check()) is None:
+        if time.monotonic() > until:
+            return None
+        time.sleep(nap)
+        nap = min(nap * 2, 0.01)
+    return seen
+
+
 def stop() -> None:
     """SIGSTOP this process and every process it started, as a death would take them: the harness copies
     what the death would leave, and lets them go on (`Child.resume`)."""
@@ -242,6 +269,7 @@ class Child:
     boundary: Boundary = field(default_factory=lambda: Boundary(None, frozenset()))
     status: int | None = None  # its wait status, once reaped
     deadline: float = field(init=False)
+    killed: float = field(init=False, default=math.inf)  # when it was first killed (`time.monotonic()`)
 
     def __post_init__(self) -> None:
         self.deadline = time.monotonic() + self.limit
@@ -254,21 +282,39 @@ class Child:
         left = self.deadline - time.monotonic()
         ready = select.select(fds, [], [], left)[0] if left > 0 else []
         if not ready:
-            raise Hung(f"hung: it ran past its time limit of {self.limit:g} s (--time-limit), and was killed")
+            raise self.hung("it ran")
         return ready
+
+    def hung(self, doing: str) -> Hung:
+        """`Hung`, saying what it was `doing` when its time ran out (its limit, or `GONE_WITHIN` where it has none)."""
+        bound = f"its time limit of {self.limit:g} s (--time-limit)" if self.limit < math.inf else f"{GONE_WITHIN:g} s"
+        return Hung(f"hung: {doing} past {bound}, and was killed")
+
+    def until(self) -> float:
+        """When a wait on it gives up (`time.monotonic()`): `GONE_WITHIN` after its kill, once it was killed; else at
+        its deadline, or, where it has no time limit, `GONE_WITHIN` from now."""
+        if self.killed < math.inf:
+            return self.killed + GONE_WITHIN
+        return self.deadline if self.deadline < math.inf else time.monotonic() + GONE_WITHIN
 
     def kill(self) -> None:
         """SIGKILL the whole cgroup and the whole group, the leader too, unless the leader is already reaped."""
         if self.status is None:
+            self.killed = min(self.killed, time.monotonic())
             if self.boundary.cgroup is not None:
                 self.boundary.cgroup.kill()
             with suppress(ProcessLookupError):
                 os.killpg(self.pid, signal.SIGKILL)
 
     def stopped(self) -> bool:
-        """Wait until the leader stops (SIGSTOP) or ends; whether it stopped. An end stays for `reap` to collect."""
-        seen = os.waitid(os.P_PID, self.pid, os.WSTOPPED | os.WEXITED | os.WNOWAIT)  # None only with WNOHANG
-        if seen is None or seen.si_code != os.CLD_STOPPED:
+        """Wait until the leader stops (SIGSTOP) or ends; whether it stopped. An end stays for `reap` to collect.
+        `Hung` if it did neither in its time: a thread of it in a wait that no stop interrupts (a parent's, while
+        its vfork'ed child has not yet exec'd) keeps the whole process from stopping."""
+        seen = polled(lambda: os.waitid(os.P_PID, self.pid, os.WSTOPPED | os.WEXITED | os.WNOWAIT | os.WNOHANG),
+                      self.until())
+        if seen is None:
+            raise self.hung("asked to stop, it ran on")
+        if seen.si_code != os.CLD_STOPPED:
             return False
         os.waitid(os.P_PID, self.pid, os.WSTOPPED)  # the stop, collected
         return True
@@ -295,41 +341,59 @@ class Child:
 
     def reap(self) -> int:
         """Wait for the leader to end, kill what it left running, then collect its wait status; `Outlived` if
-        a process it started is alive after that kill (it left the boundary), which is killed too."""
+        a process it started is alive after that kill (it left the boundary, or no SIGKILL ends it), which is
+        killed too. `Hung` if the leader, not killed, did not end in its time; `Outlived` if, killed, it is not
+        gone `GONE_WITHIN` after (a thread of it in an operation that no signal interrupts)."""
         if self.status is None:
-            os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOWAIT)  # ended, but its pid still held
-            self.kill()
+            if not polled(lambda: os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOWAIT | os.WNOHANG), self.until()):
+                if self.killed == math.inf:
+                    raise self.hung("it ran")
+                raise Outlived(f"PID {self.pid}, command line {command_line(self.pid)!r}{UNDYING}")
+            self.kill()  # it ended, but its pid is still held
             cgroup = self.boundary.cgroup
-            stuck = [] if cgroup is None or cgroup.empty(GONE_WITHIN) else cgroup.pids()
-            _, self.status = os.waitpid(self.pid, 0)
-            survivors = {pid: command_line(pid) for pid in stuck} | self._adopted()
+            stuck = [] if cgroup is None or cgroup.empty(self.until() - time.monotonic()) else cgroup.pids()
+            _, self.status = os.waitpid(self.pid, 0)  # at once: it ended
+            survivors = {pid: f"command line {command_line(pid)!r}{UNDYING}" for pid in stuck} | self._adopted()
             if cgroup is not None and not stuck:
                 cgroup.remove()
             if survivors:
-                raise Outlived(", ".join(f"PID {pid}, command line {line!r}" for pid, line in survivors.items()))
+                raise Outlived(", ".join(f"PID {pid}, {said}" for pid, said in survivors.items()))
         return self.status
 
     def _adopted(self) -> dict[int, str]:
-        """The orphans of this process that the harness adopted and that are still alive once it is killed, with
-        their command lines: each killed and reaped here, the dead ones reaped too. A member of the killed
-        group is dying, and one whose memory is gone is exiting: neither is a survivor."""
+        """The orphans of this process that the harness adopted and that are still alive once it is killed, each
+        said by its command line: each killed and reaped here, the dead ones reaped too. A member of the killed
+        group is dying, and one whose memory is gone is exiting: neither is a survivor, unless it is not gone
+        `GONE_WITHIN` after the kill."""
         survivors: dict[int, str] = {}
         outliving = {pid for pid in children() if declared(pid)}
+        undying: set[int] = set()
         for _ in range(100):  # a survivor's own orphans come to the harness once it is killed: look again
-            adopted = [pid for pid in children() if pid not in self.boundary.known | outliving and pid != self.pid]
+            adopted = [pid for pid in children() if pid not in self.boundary.known | outliving | undying
+                       and pid != self.pid]
             if not adopted:
                 break
             for pid in adopted:
                 group = living_group(pid)
                 if group is not None and group != self.pid and pid not in survivors:
-                    survivors[pid] = command_line(pid)
+                    survivors[pid] = f"command line {command_line(pid)!r}"
                     with suppress(ProcessLookupError):
                         os.kill(pid, signal.SIGKILL)
-                with suppress(ChildProcessError):
-                    os.waitpid(pid, 0)
+                if not reaped(pid, self.until()):
+                    undying.add(pid)
+                    survivors[pid] = f"command line {command_line(pid)!r}{UNDYING}"
         return survivors
 
     def end(self) -> int:
         """Kill the group and reap the leader: for a harness that stops waiting on it."""
         self.kill()
         return self.reap()
+
+
+def reaped(pid: int, until: float) -> bool:
+    """Wait for `pid`, a child of this process, to end, up to `until` (`time.monotonic()`), and reap it; whether it
+    ended (one reaped already has)."""
+    try:
+        return polled(lambda: os.waitpid(pid, os.WNOHANG)[0] or None, until) is not None
+    except ChildProcessError:
+        return True

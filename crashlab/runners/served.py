@@ -247,7 +247,7 @@ def _watch(points: Recorder, child: Child, loop: socket.socket, service: socket.
             while select.select([loop], [], [], 0)[0]:  # what the loop told before it made the request
                 if (ended := from_loop()) is not None:
                     return ended
-            if not take(control.receive(service), service):
+            if not take(_frame(service, child), service):
                 return _ended({}, points, child, scenario)
         elif loop.fileno() in ready and (ended := from_loop()) is not None:
             return ended
@@ -267,7 +267,7 @@ def end(child: Child, fs: socket.socket | None = None) -> None:
     def answer() -> None:
         with suppress(control.LineBroken, OSError):
             while fs in select.select([fs, ended], [], [])[0]:
-                control.receive(fs)
+                control.receive(fs, child.until())
                 control.send(fs, control.GONE)
 
     answering = threading.Thread(target=answer, name="crashlab-layer-gone", daemon=True)
@@ -280,9 +280,18 @@ def end(child: Child, fs: socket.socket | None = None) -> None:
         ended.close()
 
 
+def _frame(line: socket.socket, child: Child) -> dict[str, Any]:
+    """The next frame on `line`, which the harness found ready while `child` runs: `Hung` if it does not come whole in
+    the child's time (the harness waits for no line without bound)."""
+    try:
+        return control.receive(line, child.until())
+    except TimeoutError:
+        raise child.hung("waiting on a frame half sent, it ran") from None
+
+
 def _receive(loop: socket.socket, scenario: str, child: Child) -> dict[str, Any]:
     try:
-        return control.receive(loop)
+        return _frame(loop, child)
     except control.LineBroken:
         status = child.reap()
         raise HarnessError(f"{scenario} ended (wait status {status}) without a word: killed by something "
@@ -302,14 +311,14 @@ def _watch_program(points: Recorder, child: Child, loop: socket.socket, service:
         for printed in set(ready) & set(output.fds):
             output.take(printed)
         if fs is not None and fs.fileno() in ready:
-            if not take(control.receive(fs), fs):
+            if not take(_frame(fs, child), fs):
                 return _ended({}, points, child, scenario)
         elif service.fileno() in ready:
-            if not take(control.receive(service), service):
+            if not take(_frame(service, child), service):
                 return _ended({}, points, child, scenario)
         elif loop.fileno() in ready:
             if loop.recv(1, socket.MSG_PEEK):
-                why = str(control.receive(loop).get("ended", ""))
+                why = str(_frame(loop, child).get("ended", ""))
             watched.remove(loop.fileno())  # closed by its exec, or said all it will
         elif ended in ready:
             code = os.waitstatus_to_exitcode(child.reap())
@@ -366,8 +375,7 @@ class RefusedByContract(LoopFailed):
 
 
 #: The events crashlab's service reports as it answers a request, one for each (`crashlab.service.tracker`).
-ANSWERED = frozenset({"request", "refused", "lookup", "ask", "approval", "model", "task", "no-reply",
-                      "failed-after-effect"})
+ANSWERED = frozenset({"request", "refused", "lookup", "ask", "approval", "model", "task", "no-reply"})
 
 
 def refused_by(failed: LoopFailed, setup: Setup, points: Recorder) -> LoopFailed:

@@ -22,8 +22,11 @@ harness → service   ``{"go": true}``: answer the loop (if the loop is still al
 from __future__ import annotations
 
 import json
+import math
+import select
 import socket
 import struct
+import time
 from typing import Any
 
 HEADER = struct.Struct("!I")
@@ -68,14 +71,19 @@ def send(sock: socket.socket, message: dict[str, Any]) -> None:
     sock.sendall(encode(message))
 
 
-def receive(sock: socket.socket) -> dict[str, Any]:
-    """The next frame; `LineBroken` if the line closed before a whole one came."""
-    return decode(_exactly(sock, length(_exactly(sock, HEADER.size))))
+def receive(sock: socket.socket, until: float = math.inf) -> dict[str, Any]:
+    """The next frame; `LineBroken` if the line closed before a whole one came. The harness, which must never wait
+    for ever on a process it watches, gives `until` (`time.monotonic()`): `TimeoutError` if no whole frame came by
+    then. The other end waits for the harness's word as long as it takes, and gives none."""
+    return decode(_exactly(sock, length(_exactly(sock, HEADER.size, until)), until))
 
 
-def _exactly(sock: socket.socket, n: int) -> bytes:
+def _exactly(sock: socket.socket, n: int, until: float) -> bytes:
     chunks, left = [], n
     while left:
+        wait = until - time.monotonic()
+        if wait < math.inf and not select.select([sock], [], [], max(wait, 0))[0]:
+            raise TimeoutError(f"no whole frame on the line in time ({n - left} of {n} bytes came)")
         chunk = sock.recv(left)
         if not chunk:
             raise LineBroken("the line closed")

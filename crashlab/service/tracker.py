@@ -356,12 +356,13 @@ class Service:
             failed = failing and not answer.replayed  # it made its effect, and now fails
             detail = {"call": what, "key": checked, "applied": not answer.replayed,
                       "answer": answer.body.get("number"), "status": 500 if failed else answer.status}
+            if failed:
+                # Told with the point, not after it: a request whose client died there is told nothing more, so the
+                # key leaves the flight as the harness's word arrives, before any restart can retry under it.
+                detail["kept"] = self.after_failure
+                self.fail_next = False
             await self.report("request", label, detail, point="accepted")
             if failed:
-                self.fail_next = False
-                await self.report("failed-after-effect", label, {"call": what, "key": checked, "applied": True,
-                                                                 "answer": answer.body.get("number"),
-                                                                 "kept": self.after_failure})
                 answer = Answer(500, FAILED)
         finally:
             if honoured is not None:

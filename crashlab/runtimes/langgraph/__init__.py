@@ -1,7 +1,7 @@
 """LangGraph (`crashlab[langgraph]`): a ReAct agent on a file-backed `SqliteSaver`; the loop is in `loop`."""
 
 from crashlab.durable.content import ISO_TIME, UUID
-from crashlab.runtimes import Runtime
+from crashlab.runtimes import Agent, Runtime
 
 RUNTIME = Runtime(
     name="langgraph", title="LangGraph", distribution="langgraph",
@@ -33,4 +33,5 @@ RUNTIME = Runtime(
     minted=b"(?s)" + b"|".join((rb"(?P<drop>\xa2id(?:\xd9\$" + UUID + rb"|\xc0)|\xc7.(?=\x05)|\xc8..(?=\x05))",
                                 UUID, ISO_TIME, rb"(?:\xd9.)?(?P<keep>[0-9]{32}\.)0\.[0-9]+")),
     source="https://docs.langchain.com/oss/python/langgraph/durable-execution",
+    agent=Agent("langgraph-react", "langgraph_react.py", ("langchain_openai",)),
 )

@@ -1,6 +1,6 @@
 """OpenAI Agents SDK (`crashlab[openai]`): an `Agent` on a file-backed `SQLiteSession`; the loop is in `loop`."""
 
-from crashlab.runtimes import Runtime
+from crashlab.runtimes import Agent, Runtime
 
 RUNTIME = Runtime(
     name="openai", title="OpenAI Agents SDK", distribution="openai-agents",
@@ -20,4 +20,5 @@ RUNTIME = Runtime(
     scheduled=frozenset({"openai-parallel"}),
     kept_in_directory=True,
     source="https://openai.github.io/openai-agents-python/sessions/",
+    agent=Agent("openai-agents-sdk", "openai_agents_sdk.py", ("agents",)),
 )
