@@ -20,7 +20,8 @@ this machine: wall time (median of N) and peak memory of a `crashlab` process. I
   shared beside `--no-share`;
 - the agents of examples/agents/, unmodified programs on the official SDKs, swept from outside (`--command`,
   `--job triage`) at depth 2 (CI sweeps them at depth 1), shared beside `--no-share`, and what one process start
-  of each costs (the interpreter and its SDK's import, or Node and the openai package's);
+  of each costs (the interpreter and its SDK's import, or Node and the openai package's; and each example's, from
+  its exec to its model endpoint's first request, what every restart pays);
 - the MCP loop with tasks (`examples/mcp_tasks_loop.py`: plain, handle-saving and keyed), killed for real at
   depth 2 (CI sweeps it at depth 1);
 - every installed agent runtime's table at depths 1 and 2 (`crashlab frameworks`), which CI sweeps at
@@ -34,6 +35,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import socket
 import statistics
 import subprocess
 import sys
@@ -229,6 +231,47 @@ def examples(depth: str, repeat: int) -> None:
               **{f"{name}, its SDK imported": imports for name, (_, imports) in EXAMPLES.items()}}
     medians = interleaved(starts, max(repeat, 5))
     print("one process start: " + "; ".join(f"{name} {1000 * seconds:.0f} ms" for name, seconds in medians.items()))
+    asked = first_requests({name: command for name, (command, _) in EXAMPLES.items()}, max(repeat, 5))
+    print("what a process start costs each example, from its exec to its first model request (the floor under each "
+          "restart a sweep runs): " + "; ".join(f"{name} {1000 * seconds:.0f} ms" for name, seconds in asked.items()))
+
+
+def first_requests(commands: dict[str, list[str]], repeat: int) -> dict[str, float]:
+    """Each program's median seconds from its exec to the first request its model endpoint receives, the programs
+    started in turn `repeat` times, each in an empty directory of its own: a socket stands in for the endpoint,
+    and the program is killed once the request has come."""
+    times: dict[str, list[float]] = {name: [] for name in commands}
+    with socket.create_server(("127.0.0.1", 0)) as endpoint:
+        url = f"http://127.0.0.1:{endpoint.getsockname()[1]}"
+        env = {**os.environ, "OPENAI_BASE_URL": f"{url}/v1", "OPENAI_API_KEY": "bench", "CRASHLAB_TRACKER_URL": url,
+               "OPENAI_AGENTS_DISABLE_TRACING": "1"}
+        endpoint.settimeout(0.1)
+        for _ in range(repeat):
+            for name, command in commands.items():
+                with tempfile.TemporaryDirectory() as directory:
+                    start = time.perf_counter()
+                    process = subprocess.Popen(command, cwd=directory, env=env, stdin=subprocess.DEVNULL,
+                                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                    try:
+                        connection = accepted(endpoint, process)
+                        with connection:
+                            connection.recv(1)  # the request's first byte
+                            times[name].append(time.perf_counter() - start)
+                    finally:
+                        process.kill()
+                        process.wait()
+    return {name: statistics.median(seconds) for name, seconds in times.items()}
+
+
+def accepted(endpoint: socket.socket, process: subprocess.Popen) -> socket.socket:
+    """The first connection to `endpoint`, or, if `process` ends before it makes one, why not."""
+    while True:
+        try:
+            return endpoint.accept()[0]
+        except TimeoutError:
+            if process.poll() is not None:
+                raise SystemExit(f"ended ({process.returncode}) before its first model request: "
+                                 f"{' '.join(map(str, process.args))}") from None
 
 
 def mcp_tasks() -> None:

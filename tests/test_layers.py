@@ -234,4 +234,6 @@ def test_a_runner_defined_outside_crashlab_sweeps_the_book_as_crashlab_own_does(
     opened: list[Counting] = []
     theirs = sweep_all([setup], CountingRunners(opened))[0].row()
     assert theirs == sweep_all([setup], RunnerSpec())[0].row()
-    assert len(opened) == 1 and opened[0].lives >= theirs.distinct  # every distinct state restarted by their runner
+    # Every restart by their runner: the uninterrupted run twice, and each distinct state once (`distinct` counts a
+    # state at each depth it is met, the memo runs it once).
+    assert len(opened) == 1 and 0 < opened[0].lives - 2 <= theirs.distinct

@@ -198,15 +198,18 @@ def test_shared_and_re_executed_the_http_loop_agrees_at_depth_2_in_every_column_
     assert outs["shared"] == outs["again"] == outs["re-executed"]
 
 
-def test_a_loop_that_keeps_its_state_outside_its_run_directory_is_refused_not_trusted(cli, tmp_path, monkeypatch):
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_a_loop_that_keeps_its_state_outside_its_run_directory_is_refused_not_trusted(cli, tmp_path, monkeypatch,
+                                                                                      workers):
     """A loop whose progress is in a file named after its run directory, elsewhere: a restart from a copy of the
-    directory finds none, where the restart after the death does. Re-executed, it sweeps as it is."""
+    directory finds none, where the restart after the death does. Re-executed, it sweeps as it is. The copies are
+    checked as the branches grow, on the sweep's workers, and a refusal there is the same one line."""
     monkeypatch.setenv("OUTSIDE_LOOP_STATE", str(tmp_path))
     effects = effects_file(tmp_path, """\
         A: {issue: Login fails on Safari}
         B: {issue: Export times out}
     """)
-    loop = ["--loop", "tests/outside_loop.py:triage", "--effects", effects]
+    loop = ["--loop", "tests/outside_loop.py:triage", "--effects", effects, "--workers", workers]
     code, out, err = cli("sweep", *loop, "--state-in-run-dir")
     assert (code, out) == (2, "") and err.count("\n") == 1, err
     assert "triage: process 1 wrote outside its run directory: PermissionError: [Errno 13] Permission denied" in err

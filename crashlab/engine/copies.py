@@ -11,19 +11,26 @@ and the last crash point of its uninterrupted run, its restart from a copy, in a
 own, must do what its restart after a real death there does, request for request, and leave the
 same world. A loop that fails is refused; one that passes may still keep, elsewhere, something
 that these three deaths do not show.
+
+The check runs as the branches of those three points grow (`Branch.checks`), on the sweep's workers, rather
+than before the tree grows on one: each point's check is three processes of a program that may take most of
+a second to start, nine in all, and on two workers the second sat idle while the first ran them; and the
+restart from the copy is the one the branch grows first (three of the nine).
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING
 
-from crashlab.engine.tree import Trunk
 from crashlab.errors import BadInput, Flaky
+from crashlab.protocols.death import Left
 from crashlab.protocols.outcome import Outcome
-from crashlab.protocols.scenario import ScenarioRun, Trace, departure, trace_of
+from crashlab.protocols.scenario import ScenarioRun, Setup, Trace, departure, trace_of
 
 if TYPE_CHECKING:
+    from crashlab.engine.tree import Trunk
     from crashlab.protocols.runner import Runner
 
 #: What a refusal tells the user to do instead.
@@ -40,35 +47,40 @@ def checked(points: int) -> list[int]:
 AGAIN = 6
 
 
-def check_copies(stem: Trunk, runner: Runner) -> None:
-    """Refuse `stem`'s loop unless, at each point `checked` names, a restart from a copy of what a death there
-    left does what the restart after the death itself does (`BadInput`, naming the point and the difference).
+def check_copies(stem: Trunk) -> None:
+    """Have the branches of `stem` at the points `checked` names check, as they grow, that a restart from a copy of
+    what a death there left does what the restart after the death itself does (`check_copy`)."""
+    last = {branch.crash: k for k, branch in enumerate(stem.branches)}
+    for j in checked(len(last)):
+        stem.branches[last[j]] = replace(stem.branches[last[j]], checks=True)
+
+
+def check_copy(setup: Setup, j: int, left: Left, copied: ScenarioRun, runner: Runner, calls: int) -> None:
+    """Refuse `setup`'s loop unless `copied`, the restart from a copy of what its death at point `j` left (`left`),
+    does what the restart after the death itself does (`BadInput`, naming the point and the difference); `calls`,
+    the model calls of its uninterrupted run.
 
     A loop that does not repeat itself (a race) differs there too, by chance: where the two differ, each is run
     again, `AGAIN` times; a run that differs from its own side's first, or does what the other side's did, says
     that the loop does not repeat itself, and it is flaky (`Flaky`), not refused for keeping state elsewhere."""
-    setup, calls = stem.setup, stem.run.world.model.calls
-    branches = {branch.crash: branch for branch in stem.branches}
-    for j in checked(len(branches)):
-        left = next(iter(branches[j].group))
-        copy = partial(runner.life, setup, left, (j,), (left.choice,), watch=False)
-        death = partial(runner.scenario, setup, (j,), (left.choice,))
-        copied, died = copy(), death()
-        differs = _difference(copied, died)
-        if differs is None and copied.outcome(calls) != died.outcome(calls):
-            differs = ("the restart from a copy of its directory left another world than the restart in the "
-                       "directory the death left")
-        if differs is None:
-            continue
-        ours, theirs = _did(copied, calls), _did(died, calls)
-        for _ in range(AGAIN):
-            if (_did(copy(), calls), _did(death(), calls)) != (ours, theirs):
-                raise Flaky(f"{setup.variant.slug} is flaky, it does not repeat itself: restarted again after a "
-                            f"death at its point {j}, from the same state, it did otherwise ({differs}), so no copy "
-                            "of its state can be held to its death, and no count of it is the loop's; sweep it with "
-                            "--no-share --repeat N, which counts each scenario at the worst it came to")
-        raise BadInput(f"--state-in-run-dir: {setup.variant.slug} keeps state outside its run directory: restarted "
-                       f"after a death at its point {j}, {differs}; {INSTEAD}")
+    copy = partial(runner.life, setup, left, (j,), (left.choice,), watch=False)
+    death = partial(runner.scenario, setup, (j,), (left.choice,))
+    died = death()
+    differs = _difference(copied, died)
+    if differs is None and copied.outcome(calls) != died.outcome(calls):
+        differs = ("the restart from a copy of its directory left another world than the restart in the "
+                   "directory the death left")
+    if differs is None:
+        return
+    ours, theirs = _did(copy(), calls), _did(died, calls)  # `copied` was watched for its forks: this one is not
+    for _ in range(AGAIN):
+        if (_did(copy(), calls), _did(death(), calls)) != (ours, theirs):
+            raise Flaky(f"{setup.variant.slug} is flaky, it does not repeat itself: restarted again after a "
+                        f"death at its point {j}, from the same state, it did otherwise ({differs}), so no copy "
+                        "of its state can be held to its death, and no count of it is the loop's; sweep it with "
+                        "--no-share --repeat N, which counts each scenario at the worst it came to")
+    raise BadInput(f"--state-in-run-dir: {setup.variant.slug} keeps state outside its run directory: restarted "
+                   f"after a death at its point {j}, {differs}; {INSTEAD}")
 
 
 def _did(run: ScenarioRun, calls: int) -> tuple[Trace, Outcome]:

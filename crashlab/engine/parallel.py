@@ -26,7 +26,7 @@ from multiprocessing.util import Finalize
 from types import FrameType
 from typing import Any
 
-from crashlab.engine.tree import Advance, Branch, Life, Trunk
+from crashlab.engine.tree import Advance, Branch, Life, Trunk, grow_all
 from crashlab.errors import BadInput
 from crashlab.lifeline import dies_with
 from crashlab.protocols.death import Choice
@@ -55,7 +55,7 @@ def grow_branches(branches: tuple[Branch, ...], spec: Runners) -> list[Grown]:
         _memo = (tree, {})
     runner = worker_runner(spec)
     try:
-        return [branch.grow(runner, _told, memo=_memo[1]) for branch in branches]
+        return grow_all(branches, runner, _told, _memo[1])
     except BaseException:
         close_runner()  # a unit that failed may have left its runner broken (a service dead): the next opens anew
         raise

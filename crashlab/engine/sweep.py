@@ -14,7 +14,7 @@ from math import comb
 
 from crashlab.engine.copies import INSTEAD, check_copies
 from crashlab.engine.merges import UNSHARED, check_merges
-from crashlab.engine.tree import Advance, Life, Trunk, VariantSweep, _ignore, trunk
+from crashlab.engine.tree import Advance, Life, Trunk, VariantSweep, _ignore, grow_all, trunk
 from crashlab.errors import BadInput
 from crashlab.protocols.death import Choice
 from crashlab.protocols.fault import Faults
@@ -57,7 +57,7 @@ def sweep_all(setups: Sequence[Setup], spec: Runners, depth: int = 2, share: boo
         stems = [first_trunk(setup, runner, o, bound) for setup, o in zip(setups, chosen, strict=True)]
         for stem, o in zip(stems, chosen, strict=True):
             if o["share"] and stem.setup.variant.on_its_word:
-                check_copies(stem, runner)  # a loop that says it keeps all in its run directory, checked first
+                check_copies(stem)  # a loop that says it keeps all in its run directory: checked as it grows
             if o["share"] and not stem.setup.variant.keeps_checkpoint:  # crashlab's checkpoint is all its loops keep
                 check_merges(stem, runner, INSTEAD if stem.setup.variant.on_its_word else UNSHARED)
         plans = [plan(setup, stem, runner, o, bound, advance)
@@ -166,5 +166,4 @@ def estimated(stem: Trunk, depth: int) -> int:
 
 def grow_here(stem: Trunk, runner: Runner, advance: Advance = _ignore) -> list[list[tuple[Choice, Life]]]:
     """A trunk's branches, grown here one after another, sharing one memo of the states they meet."""
-    memo: dict[tuple[bytes, int], Life] = {}
-    return [branch.grow(runner, advance, memo) for branch in stem.branches]
+    return grow_all(stem.branches, runner, advance)

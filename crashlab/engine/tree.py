@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
+from crashlab.engine.copies import check_copy
 from crashlab.errors import Stray
 from crashlab.protocols.death import Choice, Left, NoSuchChoice
 from crashlab.protocols.fault import Faults
@@ -40,6 +41,10 @@ if TYPE_CHECKING:
     from crashlab.protocols.runner import Runner
 
 Advance = Callable[[int], None]
+
+
+#: The depth under which a shared sweep's memo keeps, for each state, its process's life with no death after it.
+LEAF = 0
 
 
 def _ignore(n: int) -> None:
@@ -185,26 +190,43 @@ class Branch:
     share: bool = True
     repeat: int = 1  # replayed: how many times each scenario runs, to find it flaky
     strays_fail: bool = True  # whether a process that strays fails the sweep, or makes its scenario flaky
+    checks: bool = False  # shared: first, that a restart from a copy of its state does what one after its death does
 
     def grow(self, runner: Runner, advance: Advance = _ignore, memo: dict | None = None) -> list[tuple[Choice, Life]]:
-        """The lives after this crash, one per state it can leave; `memo` may be shared with other branches."""
+        """The lives after this crash, one per state it can leave; `memo` may be shared with other branches. A branch
+        that `checks` refuses its loop (`crashlab.engine.copies`) before it grows, and the check's restart from a
+        copy of its first state is the first life it grows."""
         memo = {} if memo is None else memo
+        copied = None
+        if self.share and self.checks:
+            first = next(iter(self.group))
+            copied = runner.life(self.setup, first, (self.crash,), (first.choice,), watch=self.depth > 1)
+            check_copy(self.setup, self.crash, first, copied, runner, self.baseline_calls)
 
         def grow(left: Left) -> Life:
+            nonlocal copied
             if self.share:
-                return self._shared(runner, left, (self.crash,), (left.choice,), advance, memo)
+                ran, copied = copied, None
+                return self._shared(runner, left, (self.crash,), (left.choice,), advance, memo, ran)
             return self._replayed(runner, (self.crash,), (left.choice,), list(self.traces), advance)
 
         return list(deaths([self.group], grow))
 
     def _shared(self, runner: Runner, start: Left, crashes: tuple[int, ...], choices: tuple[Choice, ...],
-                advance: Advance, memo: dict[tuple[bytes, int], Life]) -> Life:
+                advance: Advance, memo: dict[tuple[bytes, int], Life], ran: ScenarioRun | None = None) -> Life:
+        """The life after `crashes`, from the state `start` holds (`ran`: its process, if one has run already).
+
+        A life is one per (state, depth), for below the sweep's depth its forks differ with the depth; but a process
+        is one per state where it can be: a restart at the sweep's depth, which no death follows, is the process an
+        earlier restart from the same state ran (its first point often leaves the state it started from), under
+        `(state, LEAF)`, kept before that restart's forks grow."""
         assert start.state is not None
-        key = (start.state.fingerprint(), len(crashes))
-        if (known := memo.get(key)) is not None:
+        state = start.state.fingerprint()
+        key, leaf = (state, len(crashes)), len(crashes) == self.depth
+        if (known := memo.get(key) or (memo.get((state, LEAF)) if leaf else None)) is not None:
             advance(known.tally.scenarios)
             return known
-        run = runner.life(self.setup, start, crashes, choices, watch=len(crashes) < self.depth)
+        run = ran or runner.life(self.setup, start, crashes, choices, watch=not leaf)
         advance(1)
         repeated = len(crashes) <= REPEATED
         if repeated:
@@ -213,12 +235,13 @@ class Branch:
             if outcomes[0] != outcomes[1] or run.trace(run.points.process) != again.trace(again.points.process):
                 # Two restarts from one copy differ: the loop does not repeat itself, and this scenario counts the
                 # worst it came to; what follows a death in it is no one run's to explore (as re-executed).
-                memo[key] = life = life_of(run, key[0], self.baseline_calls, outcome=flaky_outcome(outcomes),
+                memo[key] = life = life_of(run, state, self.baseline_calls, outcome=flaky_outcome(outcomes),
                                            repeated=True)
                 return life
+        memo[(state, LEAF)] = life_of(run, state, self.baseline_calls)
         lives, forks = after(run, lambda j, left: self._shared(runner, left, (*crashes, j), (*choices, left.choice),
                                                                advance, memo))
-        memo[key] = life = life_of(run, key[0], self.baseline_calls, lives, forks, repeated=repeated)
+        memo[key] = life = life_of(run, state, self.baseline_calls, lives, forks, repeated=repeated)
         return life
 
     def _replayed(self, runner: Runner, crashes: tuple[int, ...], choices: tuple[Choice, ...], traces: list[Trace],
@@ -260,6 +283,18 @@ class Branch:
         lives, forks = after(first, lambda j, left: self._replayed(runner, (*crashes, j), (*choices, left.choice),
                                                                    [*traces, mine], advance))
         return life_of(first, _start(first), self.baseline_calls, lives, forks)
+
+
+def grow_all(branches: Sequence[Branch], runner: Runner, advance: Advance = _ignore,
+             memo: dict | None = None) -> list[list[tuple[Choice, Life]]]:
+    """Each branch's lives, in the branches' order, sharing one memo. Shared, they grow last first, for a restart
+    from an early death's state passes the states later deaths leave, and a restart at the sweep's depth from one
+    of them is then the process a later branch's restart already ran (`Branch._shared`); replayed, first first,
+    so that the first scenario to stray is the first in the sweep's order."""
+    memo = {} if memo is None else memo
+    if not any(branch.share for branch in branches):
+        return [branch.grow(runner, advance, memo) for branch in branches]
+    return [branch.grow(runner, advance, memo) for branch in reversed(branches)][::-1]
 
 
 #: A shared sweep runs each restart once, from a copy of what its death left, so nothing in it could show a loop that
@@ -410,7 +445,8 @@ class VariantSweep:
 
     def distinct(self) -> int:
         """Distinct (state, process) pairs among the scenarios' last lives, each state as `told` tells it: for a loop
-        that keeps crashlab's checkpoint, what the memo runs."""
+        that keeps crashlab's checkpoint, what the memo runs, but for a restart at the sweep's depth from a state a
+        shallower restart started from, which is that restart's process."""
         seen: set[tuple[int, bytes, int]] = set()
         for k, tree in enumerate(self.trees):
             visited: set[int] = set()
