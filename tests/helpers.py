@@ -1,5 +1,7 @@
 """The engine as the tests drive it: a variant by slug, a sweep or one scenario, under faults by name."""
 
+import os
+import sys
 from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
 
@@ -12,6 +14,7 @@ from crashlab.protocols.death import Choice
 from crashlab.protocols.fault import Fault, Faults, find
 from crashlab.protocols.scenario import ScenarioRun, Setup
 from crashlab.runners import Runner, RunnerSpec
+from crashlab.runners.group import Boundary, Child
 
 
 def faults(*named: str) -> Faults:
@@ -78,3 +81,18 @@ def same_sweep(shared: Swept, replayed: Swept) -> None:
     bytes each run stamps anew (`VariantSweep.told`)."""
     assert results(shared.sweep) == results(replayed.sweep)
     assert shared.row() == replayed.row()
+
+
+def started_in(directory: str | os.PathLike[str], program: str) -> Child:
+    """A Python program (``-c``) started in `directory`, in a boundary of its own, as the harness starts each process
+    of a program: forked, entered, then exec'd."""
+    boundary = Boundary.new()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            boundary.enter()
+            os.chdir(directory)
+            os.execv(sys.executable, [sys.executable, "-c", program])
+        finally:
+            os._exit(127)
+    return Child(pid, boundary=boundary)

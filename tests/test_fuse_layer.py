@@ -25,9 +25,10 @@ from pathlib import Path
 import pytest
 
 from crashlab.durable.fuse import KEEP, MOST, STATES, SYNC, WAIT, Layer, Passthrough, answer, unusable
-from crashlab.runners.group import Boundary, Child
 from crashlab.runners.served import end
 from crashlab.service import control
+
+from .helpers import started_in
 
 
 def contents(directory: Path) -> dict[str, bytes]:
@@ -416,17 +417,9 @@ def test_a_process_killed_while_a_thread_of_it_stands_in_a_held_operation_ends(t
     backing.mkdir()
     with Layer.over(backing, tells=True) as layer, ThreadPoolExecutor(1) as harness:
         assert layer.line is not None
-        boundary = Boundary.new()  # as the harness starts each process of a program
-        pid = os.fork()
-        if pid == 0:
-            try:
-                boundary.enter()
-                os.chdir(layer.mountpoint)
-                os.execv(sys.executable, [sys.executable, "-c", WRITES_AND_SYNCS])
-            finally:
-                os._exit(127)
+        child = started_in(layer.mountpoint, WRITES_AND_SYNCS)
         assert select.select([layer.line], [], [], WAIT)[0]  # its fsync told, and held, while the harness is busy
-        ending = harness.submit(end, Child(pid, boundary=boundary), layer.line)
+        ending = harness.submit(end, child, layer.line)
         try:
             ending.result(timeout=WAIT)
         finally:  # the word the harness owed, which frees a harness that waits for the process to end

@@ -31,6 +31,8 @@ from crashlab.durable.fuse import WAIT, Layer, unusable
 from crashlab.runners.group import GONE_WITHIN, Boundary, Child, Hung, Outlived, children
 from crashlab.service import control
 
+from .helpers import started_in
+
 T = TypeVar("T")
 
 
@@ -168,20 +170,12 @@ def held(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[
         handles: list[Child] = []
 
         def start(program: str) -> Child:
-            boundary = Boundary.new()
-            pid = os.fork()
-            if pid == 0:
-                try:
-                    boundary.enter()
-                    os.chdir(layer.mountpoint)
-                    os.execv(sys.executable, [sys.executable, "-c", program])
-                finally:
-                    os._exit(127)
+            child = started_in(layer.mountpoint, program)
             assert layer.line is not None
             while select.select([layer.line], [], [], WAIT)[0]:  # its operations, up to the fsync, held
                 if control.receive(layer.line)["label"].startswith("fsync:"):
-                    handles.append(Child(pid, boundary=boundary))
-                    return handles[-1]
+                    handles.append(child)
+                    return child
                 control.send(layer.line, control.GO)
             raise AssertionError("the program never synced")
 
