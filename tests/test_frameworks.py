@@ -91,10 +91,12 @@ def test_a_runtime_whose_extra_is_partly_installed_is_left_out_and_named(cli, mo
         return [report.Measured(r, "1.0", {1: [row(slug, 0) for slug in r.rows]}) for r in runtimes]
 
     monkeypatch.setattr(report, "measure", measure)
-    code, out, err = cli("frameworks", "--format", "json")
-    assert code == 0 and swept == ["ready"] and [r["runtime"] for r in json.loads(out)] == ["ready"]
-    assert err.startswith("partly installed, left out: langgraph (") and err.count("\n") == 1, err
-    assert err.endswith(": pip install 'crashlab[langgraph]')\n")
+    for every in ((), ("--runtime", "all")):  # the default, and what the list of valid runtimes calls it
+        swept.clear()
+        code, out, err = cli("frameworks", "--format", "json", *every)
+        assert code == 0 and swept == ["ready"] and [r["runtime"] for r in json.loads(out)] == ["ready"]
+        assert err.startswith("partly installed, left out: langgraph (") and err.count("\n") == 1, err
+        assert err.endswith(": pip install 'crashlab[langgraph]')\n")
     code, out, err = cli("frameworks", "--runtime", "langgraph")
     assert (code, out) == (2, "") and err.count("\n") == 1
     assert err.startswith("crashlab: error: partly installed: langgraph (") and "pip install 'crashlab[langgraph]'" in err

@@ -25,8 +25,9 @@ from crashlab.runtimes import frameworks as every
 
 @click.command()
 @job_option
-@click.option("--runtime", "chosen", metavar="NAME[,NAME...]",
-              help=f"Only these runtimes (or SDKs with no runtime: {', '.join(SDKS)}). [default: every installed one]")
+@click.option("--runtime", "chosen", metavar="all|NAME[,NAME...]",
+              help=f"Only these runtimes (or SDKs with no runtime: {', '.join(SDKS)}). [default: all, every installed "
+                   "one]")
 @click.option("--depth", "depths", type=click.IntRange(1, MAX_DEPTH), multiple=True, show_default="1",
               help="Sweep at this depth; give it again for another (--depth 1 --depth 2).")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True,
@@ -55,23 +56,6 @@ def frameworks(job_spec: str, chosen: str | None, depths: tuple[int, ...], fmt: 
     A runtime whose extra is not installed, or only partly (a module its loop imports is missing),
     and an agent that cannot run here, are named on stderr, with the command that installs them.
     """
-    known = every()
-    picked = [known[name] for name in names(chosen, known, "runtime")] if chosen else list(known.values())
-    installed = [r for r in picked if r.version() is not None]
-    partly = {r.name: why for r in installed if (why := r.unloadable())}
-    # A runtime's own agent that cannot run (no langchain-openai beside LangGraph) leaves out its rows alone.
-    stranded = {r.name: f"{r.name}'s examples/agents/{r.agent.script} ({why}: {r.agent.install})"
-                for r in installed if r.name not in partly and not isinstance(r, SDK) and r.agent is not None
-                and (why := r.agent.missing())}
-    for kind, listed in (("not installed", [f"{r.name} ({r.install})" for r in picked if r not in installed]),
-                         ("partly installed", [f"{name} ({why}: {known[name].install})"
-                                               for name, why in partly.items()]),
-                         ("agent cannot run", list(stranded.values()))):
-        if listed and chosen:
-            raise BadInput(f"{kind}: {', '.join(listed)}")
-        if listed:
-            click.echo(f"{kind}, left out: {', '.join(listed)}", err=True)
-    picked = [r for r in installed if r.name not in partly]
     job, spec = open_job(job_spec), RunnerSpec("forked", "files", time_limit)
 
     def sweep(runtime: Runtime, depth: int) -> list[Row]:
@@ -89,8 +73,9 @@ def frameworks(job_spec: str, chosen: str | None, depths: tuple[int, ...], fmt: 
             return [s.row() for s in sweep_all(setups, spec, depth, share=False, workers=workers, strays_fail=False,
                                                advance=shown.advance, expect=shown.expect)]
 
-    pending = PendingResults(out) if out is not None else None
+    pending = PendingResults(out) if out is not None else None  # a bad --out, too, before any runtime is looked for
     try:
+        picked, stranded = _installed(None if chosen == "all" else chosen)
         measured = report.measure(picked, depths or (1,), sweep)
         if not measured:
             raise BadInput("no runtime is installed: pip install 'crashlab[frameworks]'")
@@ -104,3 +89,25 @@ def frameworks(job_spec: str, chosen: str | None, depths: tuple[int, ...], fmt: 
         raise Flaky(f"{flaky} flaky scenario{'s' if flaky > 1 else ''}: the table counts the worst each came to "
                     "(crashlab sweep --loop RUNTIME --kill --list flaky names them, or, for a row swept as a command, "
                     "crashlab sweep --command NAME=CMD --job JOB --list flaky)")
+
+
+def _installed(chosen: str | None) -> tuple[list[Runtime], dict[str, str]]:
+    """The runtimes `chosen` names (None: every one) that are installed whole, and those whose own agent cannot run
+    here, each with why; what is left out is named on stderr, or refused where `chosen` named it."""
+    known = every()
+    picked = [known[name] for name in names(chosen, known, "runtime")] if chosen else list(known.values())
+    installed = [r for r in picked if r.version() is not None]
+    partly = {r.name: why for r in installed if (why := r.unloadable())}
+    # A runtime's own agent that cannot run (no langchain-openai beside LangGraph) leaves out its rows alone.
+    stranded = {r.name: f"{r.name}'s examples/agents/{r.agent.script} ({why}: {r.agent.install})"
+                for r in installed if r.name not in partly and not isinstance(r, SDK) and r.agent is not None
+                and (why := r.agent.missing())}
+    for kind, listed in (("not installed", [f"{r.name} ({r.install})" for r in picked if r not in installed]),
+                         ("partly installed", [f"{name} ({why}: {known[name].install})"
+                                               for name, why in partly.items()]),
+                         ("agent cannot run", list(stranded.values()))):
+        if listed and chosen:
+            raise BadInput(f"{kind}: {', '.join(listed)}")
+        if listed:
+            click.echo(f"{kind}, left out: {', '.join(listed)}", err=True)
+    return [r for r in installed if r.name not in partly], stranded
