@@ -188,7 +188,8 @@ def worst(cell: dict) -> str:
 def test_the_report_of_results_draws_the_fault_matrix_and_each_runtimes_promise_found_beside_it(cli, tmp_path):
     page = tmp_path / "page.html"
     code, _, err = cli("report", "results", "--out", str(page))
-    assert code == 0 and "the fault matrix of results/faults, 8 runtimes of results/frameworks" in err
+    headings = len(json.loads((ROOT / "results" / "frameworks" / "frameworks.json").read_text()))
+    assert code == 0 and f"the fault matrix of results/faults, {headings} runtimes of results/frameworks" in err
     html = page.read_text()
     tables = Tables(html)
     book, *runtimes_own = tables.of("matrix")
@@ -330,7 +331,7 @@ def test_the_report_of_the_http_loop_opens_in_chromium_tells_a_clicked_windows_s
     assert f"the story of {first['scenarios'][0]['id']}" in story
     assert cells == [["variant", *matrix["columns"]],
                      *([row["name"], *(worst(row[c]) for c in matrix["columns"])] for row in matrix["rows"])]
-    assert quoted == [r["guarantee"] for r in promised]
+    assert quoted == [r["guarantee"] for r in promised if r["guarantee"]]  # an SDK with no runtime promises nothing
     assert chosen == ["timeout"] and dimmed == len(matrix["columns"]) - 1
     assert unswept.startswith("No timeline of any variant under timeout") and "outlined" in unswept
     assert shown == ["keyed"] and runtimes == 0
