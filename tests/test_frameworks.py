@@ -224,8 +224,12 @@ def test_an_agent_that_cannot_run_here_is_named_with_the_command_that_installs_i
     code, out, err = cli("frameworks", "--runtime", "openai-node")
     assert (code, out) == (2, "") and err.count("\n") == 1
     assert err.startswith("crashlab: error: not installed: openai-node (npm ci --prefix examples/agents/node)")
+    # LangGraph as installed whole (pytest's distribution standing in for its own, its loop for an import that works,
+    # as where `make test` has no runtime), its agent importing a module installed nowhere
     langgraph = runtimes()["langgraph"]
-    stranded = replace(langgraph, agent=Agent("langgraph-react", "langgraph_react.py", ("no_such_module_anywhere",)))
+    monkeypatch.setitem(sys.modules, "crashlab.runtimes.langgraph.loop", types.ModuleType("stand-in"))
+    stranded = replace(langgraph, distribution="pytest",
+                       agent=Agent("langgraph-react", "langgraph_react.py", ("no_such_module_anywhere",)))
     monkeypatch.setattr("crashlab.cli.frameworks.every", lambda: {"langgraph": stranded})
     code, out, err = cli("frameworks", "--format", "json")
     assert code == 0 and [s.variant.slug for s in handed[0][0]] == list(langgraph.rows), err
