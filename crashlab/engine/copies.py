@@ -20,7 +20,6 @@ restart from the copy is the one the branch grows first (three of the nine).
 
 from __future__ import annotations
 
-from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING
 
@@ -30,7 +29,6 @@ from crashlab.protocols.outcome import Outcome
 from crashlab.protocols.scenario import ScenarioRun, Setup, Trace, departure, trace_of
 
 if TYPE_CHECKING:
-    from crashlab.engine.tree import Trunk
     from crashlab.protocols.runner import Runner
 
 #: What a refusal tells the user to do instead.
@@ -45,14 +43,6 @@ def checked(points: int) -> list[int]:
 #: How many times more a check that found a difference restarts from the copy, and after the death, to tell a loop
 #: that keeps state elsewhere (each side repeats itself, and the two differ) from one that does not repeat itself.
 AGAIN = 6
-
-
-def check_copies(stem: Trunk) -> None:
-    """Have the branches of `stem` at the points `checked` names check, as they grow, that a restart from a copy of
-    what a death there left does what the restart after the death itself does (`check_copy`)."""
-    last = {branch.crash: k for k, branch in enumerate(stem.branches)}
-    for j in checked(len(last)):
-        stem.branches[last[j]] = replace(stem.branches[last[j]], checks=True)
 
 
 def check_copy(setup: Setup, j: int, left: Left, copied: ScenarioRun, runner: Runner, calls: int) -> None:

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from math import comb
 
-from crashlab.engine.copies import INSTEAD, check_copies
+from crashlab.engine.copies import INSTEAD, checked
 from crashlab.engine.merges import UNSHARED, check_merges
 from crashlab.engine.tree import Advance, Life, Trunk, VariantSweep, _ignore, grow_all, trunk
 from crashlab.errors import BadInput
@@ -73,6 +73,14 @@ def sweep_all(setups: Sequence[Setup], spec: Runners, depth: int = 2, share: boo
     grown = iter(zip(trunks, lives, strict=True))
     return [VariantSweep(setup, first, tuple(t.join(next(grown)[1]) for t in ts))
             for setup, (first, ts) in zip(setups, plans, strict=True)]
+
+
+def check_copies(stem: Trunk) -> None:
+    """Have the branches of `stem` at the points `checked` names check, as they grow, that a restart from a copy of
+    what a death there left does what the restart after the death itself does (`crashlab.engine.copies`)."""
+    last = {branch.crash: k for k, branch in enumerate(stem.branches)}
+    for j in checked(len(last)):
+        stem.branches[last[j]] = replace(stem.branches[last[j]], checks=True)
 
 
 def first_trunk(setup: Setup, runner: Runner, options: dict, bound: Bound) -> Trunk:
